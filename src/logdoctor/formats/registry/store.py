@@ -360,6 +360,17 @@ class _Entry:
     deleted: bool
 
 
+@dataclass(slots=True)
+class _Text:
+    schema_type: str
+    schema: str
+    references: tuple[SchemaReference, ...]
+    guid: str | None
+    metadata: dict[str, Any] | None = None
+    rule_set: dict[str, Any] | None = None
+    versions: list[tuple[str, int]] = field(default_factory=list)
+
+
 def _json_object(data: bytes | memoryview) -> dict[str, Any]:
     obj = _json_loads(data)
     if not isinstance(obj, dict):
@@ -410,8 +421,7 @@ class _Replay:
         self.store: dict[tuple[str, int], _Entry] = {}
         self.versions: dict[str, dict[int, _Entry]] = {}  # subject -> version -> the store's entry
         self.holders: dict[tuple[str, int], int] = {}  # (context, id) -> how many store entries hold it
-        #: by (context, id), ids being per context: the schema as registered (its status set at the end)
-        self.texts: dict[tuple[str, int], RegisteredSchema] = {}
+        self.texts: dict[tuple[str, int], _Text] = {}  # by (context, id): ids are per context
         self.guids: dict[tuple[str, str], int] = {}  # (context, GUID) -> id
         self.contexts: dict[tuple[str, str], None] = {}  # (tenant, context) of CONTEXT records
         self.associations: dict[tuple[Any, ...], Association] = {}
@@ -495,20 +505,16 @@ class _Replay:
         )  # fmt: skip
         metadata, rule_set = v.get("metadata"), v.get("ruleSet")
         if known is None:
-            known = self.texts[(ctx, schema_id)] = RegisteredSchema(
-                schema_id,
+            known = self.texts[(ctx, schema_id)] = _Text(
                 str(schema_type),
                 text,
                 refs,
-                subject,
-                version,
-                guid=guid,
-                context=ctx,
-                metadata=metadata if isinstance(metadata, dict) else None,
-                rule_set=rule_set if isinstance(rule_set, dict) else None,
+                guid,
+                metadata if isinstance(metadata, dict) else None,
+                rule_set if isinstance(rule_set, dict) else None,
             )
         if (subject, version) not in known.versions:
-            known.versions += ((subject, version),)
+            known.versions.append((subject, version))
         self._drop(subject, version)
         entry = self.store[(subject, version)] = _Entry(schema_id, deleted)
         self.versions.setdefault(subject, {})[version] = entry
@@ -610,11 +616,22 @@ class _Replay:
             t = self.texts[(ctx, schema_id)]
             held = holders.get((ctx, schema_id), [])
             status = HARD_DELETED if not held else LIVE if any(not e.deleted for e in held) else SOFT_DELETED
-            s = dataclasses.replace(
-                t,
-                status=status,
-                encrypted_fields=encrypted_fields(t.schema_type, t.schema, t.metadata, t.rule_set),
-                payload_encrypted=payload_encrypted(t.rule_set),
+            subject, version = t.versions[0]
+            s = RegisteredSchema(
+                schema_id,
+                t.schema_type,
+                t.schema,
+                t.references,
+                subject,
+                version,
+                tuple(t.versions),
+                status,
+                t.guid,
+                ctx,
+                t.metadata,
+                t.rule_set,
+                encrypted_fields(t.schema_type, t.schema, t.metadata, t.rule_set),
+                payload_encrypted(t.rule_set),
             )
             (schemas if ctx == DEFAULT_CONTEXT else contexts.setdefault(ctx, {}))[schema_id] = s
         notes = list(self.notes)
