@@ -180,14 +180,9 @@ def _label(node: Node) -> str:
 
 def _writer_field(w: Node, r: Node, i: int) -> int | None:
     """The index of the writer's field that the reader's field ``i`` reads (by name, then its aliases)."""
-    name = r.fields[i][0]
     names = [n for n, _ in w.fields]
-    if name in names:
-        return names.index(name)
-    for alias in r.field_aliases[i] if r.field_aliases else ():
-        if alias in names:
-            return names.index(alias)
-    return None
+    aliases = r.field_aliases[i] if r.field_aliases else ()
+    return next((names.index(n) for n in (r.fields[i][0], *aliases) if n in names), None)
 
 
 # -- defaults --------------------------------------------------------------------------------------------

@@ -180,18 +180,14 @@ class _Builder:
                 aliases=_aliases(schema),
                 enum_default=default if isinstance(default, str) else None,
             )
-        if kind == "array":
-            items = self.node(schema["items"], stack)
-            return Node(
-                "array",
-                pa.list_(pa.field("item", items.arrow, metadata=items.metadata or None)),
-                connect_metadata(schema),
-                items=items,
+        if kind in ("array", "map"):  # a map's keys are strings
+            items = self.node(schema["items" if kind == "array" else "values"], stack)
+            arrow = (
+                pa.list_(_field("item", items))
+                if kind == "array"
+                else pa.map_(pa.string(), _field("value", items))
             )
-        if kind == "map":
-            values = self.node(schema["values"], stack)
-            value_field = pa.field("value", values.arrow, metadata=values.metadata or None)
-            return Node("map", pa.map_(pa.string(), value_field), connect_metadata(schema), items=values)
+            return Node(kind, arrow, connect_metadata(schema), items=items)
         if kind == "fixed":
             node = Node(
                 "fixed",
@@ -242,7 +238,7 @@ class _Builder:
         node.fields = fields
         node.defaults = tuple(("default" in f, f.get("default")) for f in schema["fields"])
         node.field_aliases = tuple(tuple(f.get("aliases") or ()) for f in schema["fields"])
-        node.arrow = pa.struct([pa.field(name, f.arrow, metadata=f.metadata or None) for name, f in fields])
+        node.arrow = pa.struct([_field(name, f) for name, f in fields])
         return node
 
     def union(self, schema: list, stack: tuple[tuple[str, Node], ...]) -> Node:
@@ -253,12 +249,13 @@ class _Builder:
             t = branches[at]
             return Node("union", t.arrow, dict(t.metadata), branches=branches, nullable_branch=at)
         names = branch_names(branches)
-        fields = [
-            pa.field(name, b.arrow, metadata=b.metadata or None)
-            for name, b in zip(names, branches, strict=True)
-            if b.kind != "null"
-        ]
+        fields = [_field(name, b) for name, b in zip(names, branches, strict=True) if b.kind != "null"]
         return Node("union", pa.struct(fields), {}, branches=branches)
+
+
+def _field(name: str, node: Node) -> pa.Field:
+    """The Arrow field of a node named ``name``, its Connect properties as the field's metadata."""
+    return pa.field(name, node.arrow, metadata=node.metadata or None)
 
 
 def _aliases(schema: Mapping[str, Any]) -> tuple[str, ...]:

@@ -246,8 +246,4 @@ def binary_slices(values: pa.BinaryArray | pa.LargeBinaryArray, rows: np.ndarray
     if speedups is not None and len(values):
         validity, offsets, data, offset, n, large = _buffers(values)
         return speedups.binary_slices(validity, offsets, data, offset, n, large, rows, start)
-    out = []
-    for r in rows.tolist():
-        d = values[r].as_py()
-        out.append(None if d is None else d[start:])
-    return out
+    return [None if (d := values[r].as_py()) is None else d[start:] for r in rows.tolist()]

@@ -233,9 +233,7 @@ class SchemaRegistry:
 
     def in_context(self, context: str | None) -> dict[int, RegisteredSchema]:
         """The id space of ``context`` (None or ``.``: the ids frames name by default)."""
-        if context is None or context == DEFAULT_CONTEXT:
-            return self.schemas
-        return self.contexts.get(context, {})
+        return self.schemas if context in (None, DEFAULT_CONTEXT) else self.contexts.get(context, {})
 
     def by_id(self, schema_id: int) -> RegisteredSchema | None:
         return self.schemas.get(schema_id)
