@@ -503,9 +503,7 @@ class _Replay:
         return SchemaRegistry(
             schemas=schemas,
             config=dict(self.config),
-            mode={},
             subject_versions=dict(sorted(subject_versions.items())),
-            guids={},
             notes=notes,
             errors=list(self.errors),
         )

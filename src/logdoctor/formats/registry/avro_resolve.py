@@ -372,8 +372,7 @@ def _union(values: pa.Array, w: Node, r: Node) -> pa.Array:
         if a is not None and r.branches[j].kind != "null":
             per_branch.setdefault(j, []).append(resolve(a, b, r.branches[j]))
     if r.nullable_branch >= 0:
-        t = r.branches[r.nullable_branch]
-        return _pick(per_branch.get(r.nullable_branch, []), n, t.arrow)
+        return _pick(per_branch.get(r.nullable_branch, []), n, r.branches[r.nullable_branch].arrow)
     columns = []
     present = np.zeros(n, bool)
     fields = list(r.arrow)

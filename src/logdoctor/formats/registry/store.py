@@ -656,10 +656,9 @@ class _Replay:
                     guids.setdefault(held_by[0].guid, schema_id)
         schemas = dict(sorted(schemas.items()))
         for keytype, offsets in self.skipped.items():
-            why = "a key type Schema Registry does not have (SchemaRegistryKeyType)"
             notes.append(
-                f"{len(offsets)} record(s) of key type {keytype} not read ({self.where(offsets[0])} "
-                f"first): {why}"
+                f"{len(offsets)} record(s) of key type {keytype} not read ({self.where(offsets[0])} first): "
+                "a key type Schema Registry does not have (SchemaRegistryKeyType)"
             )
         return SchemaRegistry(
             schemas,
