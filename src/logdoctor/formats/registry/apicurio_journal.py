@@ -112,15 +112,11 @@ def journal_key(key: bytes | memoryview | None) -> JournalKey | None:
 
 def _header(headers: Sequence[Header], name: str) -> str | None:
     """The first header ``name`` as text (Apicurio reads the first one), or None."""
-    for k, v in headers:
-        if k == name:
-            if v is None:
-                return None
-            try:
-                return bytes(v).decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-    return None
+    v = next((v for k, v in headers if k == name), None)
+    try:
+        return None if v is None else bytes(v).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def is_journal_record(key: bytes | memoryview | None, headers: Sequence[Header]) -> bool:
@@ -507,9 +503,7 @@ class _Replay:
         return SchemaRegistry(
             schemas=schemas,
             config=dict(self.config),
-            mode={},
             subject_versions=dict(sorted(subject_versions.items())),
-            guids={},
             notes=notes,
             errors=list(self.errors),
         )

@@ -39,6 +39,11 @@ _NAMES = {
 }
 
 
+def decimal_type(precision: int, scale: int) -> pa.DataType:
+    """Arrow's decimal of ``precision`` digits: decimal128 up to 38, decimal256 beyond."""
+    return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+
+
 def is_branches(t: pa.DataType) -> bool:
     """Whether ``t`` is a struct of branches made by :func:`union_type`."""
     return (
@@ -107,12 +112,7 @@ def _merge(c: str, types: list[pa.DataType]) -> pa.DataType:
     if c == "number":
         return max(types, key=_NUMBERS.index)
     if c.startswith("decimal/"):
-        precision = max(t.precision for t in types)
-        return (
-            pa.decimal128(precision, first.scale)
-            if precision <= 38
-            else pa.decimal256(precision, first.scale)
-        )
+        return decimal_type(max(t.precision for t in types), first.scale)
     if c == "array":
         item = first.value_field
         return pa.list_(item.with_type(union_type([t.value_type for t in types])))
@@ -142,9 +142,7 @@ def cast_to(array: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_null(source):
         return pa.nulls(len(array), target)
     if is_branches(target):
-        if is_branches(source):
-            return _branches_to_branches(array, target)
-        return _into_branch(array, target)
+        return _to_branches(array, target)
     if pa.types.is_struct(target):
         children = [
             cast_to(array.field(f.name), f.type)
@@ -152,50 +150,46 @@ def cast_to(array: pa.Array, target: pa.DataType) -> pa.Array:
             else pa.nulls(len(array), f.type)
             for f in target
         ]
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=_nulls(array))
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=null_mask(array))
     if pa.types.is_map(target):
-        offsets, start, stop = _offsets(array)
+        offsets, start, stop = rebased_offsets(array)
         return pa.MapArray.from_arrays(
             offsets,
             cast_to(array.keys.slice(start, stop - start), target.key_type),
             cast_to(array.items.slice(start, stop - start), target.item_type),
             type=target,
-            mask=_nulls(array),
+            mask=null_mask(array),
         )
     if pa.types.is_list(target):
-        offsets, start, stop = _offsets(array)
+        offsets, start, stop = rebased_offsets(array)
         values = cast_to(array.values.slice(start, stop - start), target.value_type)
-        return pa.ListArray.from_arrays(offsets, values, type=target, mask=_nulls(array))
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=null_mask(array))
     # numbers: Avro's int/long -> float/double may round (safe=False), as the promotion does in Avro
     return pc.cast(array, target, safe=not (pa.types.is_integer(source) and pa.types.is_floating(target)))
 
 
-def _offsets(array: pa.Array) -> tuple[pa.Array, int, int]:
+def rebased_offsets(array: pa.Array) -> tuple[pa.Array, int, int]:
     """A list's or map's offsets from 0 (a slice's start at its values' start), and its values' range."""
     offsets = array.offsets.to_numpy()
     start, stop = int(offsets[0]), int(offsets[-1])
     return pa.array(offsets - start, pa.int32()), start, stop
 
 
-def _nulls(array: pa.Array) -> pa.Array | None:
+def null_mask(array: pa.Array) -> pa.Array | None:
     return array.is_null() if array.null_count else None
 
 
-def _into_branch(array: pa.Array, target: pa.DataType) -> pa.Array:
-    c = _class(array.type)
-    at = next(i for i, f in enumerate(target) if f.metadata[BRANCH].decode() == c)
+def _to_branches(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """``array`` as ``target``'s struct of branches: each branch of it (a value not of branches: the branch
+    of its class) in the target's branch of that class, null in the others."""
+    if is_branches(array.type):
+        parts = {f.metadata[BRANCH]: array.field(f.name) for f in array.type}
+    else:
+        parts = {_class(array.type).encode(): array}
     children = [
-        cast_to(array, f.type) if i == at else pa.nulls(len(array), f.type) for i, f in enumerate(target)
+        cast_to(parts[f.metadata[BRANCH]], f.type)
+        if f.metadata[BRANCH] in parts
+        else pa.nulls(len(array), f.type)
+        for f in target
     ]
-    return pa.StructArray.from_arrays(children, fields=list(target), mask=_nulls(array))
-
-
-def _branches_to_branches(array: pa.Array, target: pa.DataType) -> pa.Array:
-    by_class = {f.metadata[BRANCH]: f for f in array.type}
-    children = []
-    for f in target:
-        src = by_class.get(f.metadata[BRANCH])
-        children.append(
-            cast_to(array.field(src.name), f.type) if src is not None else pa.nulls(len(array), f.type)
-        )
-    return pa.StructArray.from_arrays(children, fields=list(target), mask=_nulls(array))
+    return pa.StructArray.from_arrays(children, fields=list(target), mask=null_mask(array))

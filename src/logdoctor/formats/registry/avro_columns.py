@@ -193,11 +193,8 @@ def _binary_array(cur: Cursor, starts: np.ndarray, lens: np.ndarray, type_: pa.D
 def _utf8_array(cur: Cursor, rows: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.Array:
     """Strings; one that is not UTF-8 is a mismatch (as Python's avro and fastavro decode it strictly)."""
     arr = _binary_array(cur, starts, lens, pa.string())
-    try:
-        arr.validate(full=True)
+    if _valid(arr):
         return arr
-    except pa.ArrowInvalid:
-        pass
     lens = lens.copy()
     for i in np.flatnonzero(lens):
         try:
@@ -206,6 +203,15 @@ def _utf8_array(cur: Cursor, rows: np.ndarray, starts: np.ndarray, lens: np.ndar
             cur.fail(rows[i : i + 1], MISMATCH)
             lens[i] = 0
     return _binary_array(cur, starts, lens, pa.string())
+
+
+def _valid(arr: pa.Array) -> bool:
+    """Whether Arrow's full validation passes (every string UTF-8, every decimal within its precision)."""
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 # -- one function per kind --------------------------------------------------------------------------------
@@ -259,18 +265,12 @@ def _long_kind(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
     return _arrow(v, node.arrow)
 
 
-def _float(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
-    return _ieee(cur, rows, 4, "<f4")
-
-
-def _double(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
-    return _ieee(cur, rows, 8, "<f8")
-
-
-def _ieee(cur: Cursor, rows: np.ndarray, size: int, dtype: str) -> pa.Array:
+def _ieee(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
+    """A float or a double: 4 or 8 bytes, little-endian."""
+    size = 4 if node.kind == "float" else 8
     starts, _ = _advance(cur, rows, size)
     block = cur.data[starts[:, None] + np.arange(size)]
-    return _arrow(block.view(dtype).reshape(rows.size), pa.float32() if size == 4 else pa.float64())
+    return _arrow(block.view(f"<f{size}").reshape(rows.size), node.arrow)
 
 
 def _bytes(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
@@ -322,11 +322,8 @@ def _decimal(node: Node, cur: Cursor, rows: np.ndarray, starts: np.ndarray, lens
         j = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
         words[at, width - lens[at] + j] = cur.data[np.repeat(starts, lens) + j]
     arr = pa.Array.from_buffers(node.arrow, n, [None, pa.py_buffer(np.ascontiguousarray(words[:, ::-1]))])
-    try:
-        arr.validate(full=True)
+    if _valid(arr):
         return arr
-    except pa.ArrowInvalid:
-        pass
     limit = 10**node.precision
     for i in np.flatnonzero(lens):
         if abs(int.from_bytes(cur.raw[starts[i] : starts[i] + lens[i]], "big", signed=True)) >= limit:
@@ -505,8 +502,8 @@ _DECODERS = {
     "boolean": _boolean,
     "int": _int_kind,
     "long": _long_kind,
-    "float": _float,
-    "double": _double,
+    "float": _ieee,
+    "double": _ieee,
     "bytes": _bytes,
     "string": _string,
     "fixed": _fixed,

@@ -24,12 +24,16 @@ recursive record whose shape changed are not resolved here: they count as incomp
 
 from __future__ import annotations
 
+import decimal
+import json
+import uuid
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from logdoctor.formats.registry.arrow_union import null_mask, rebased_offsets
 from logdoctor.formats.registry.avro_schema import Node
 
 _NAMED = ("record", "enum", "fixed", "json")
@@ -160,14 +164,7 @@ def _same(a: Node | None, b: Node | None, seen: set[tuple[int, int]]) -> bool:
     if (id(a), id(b)) in seen:
         return True
     seen.add((id(a), id(b)))
-    if (a.kind, a.name, a.logical, a.arrow, a.symbols, a.size) != (
-        b.kind,
-        b.name,
-        b.logical,
-        b.arrow,
-        b.symbols,
-        b.size,
-    ):
+    if any(getattr(a, x) != getattr(b, x) for x in ("kind", "name", "logical", "arrow", "symbols", "size")):
         return False
     if [n for n, _ in a.fields] != [n for n, _ in b.fields] or len(a.branches) != len(b.branches):
         return False
@@ -183,14 +180,9 @@ def _label(node: Node) -> str:
 
 def _writer_field(w: Node, r: Node, i: int) -> int | None:
     """The index of the writer's field that the reader's field ``i`` reads (by name, then its aliases)."""
-    name = r.fields[i][0]
     names = [n for n, _ in w.fields]
-    if name in names:
-        return names.index(name)
-    for alias in r.field_aliases[i] if r.field_aliases else ():
-        if alias in names:
-            return names.index(alias)
-    return None
+    aliases = r.field_aliases[i] if r.field_aliases else ()
+    return next((names.index(n) for n in (r.fields[i][0], *aliases) if n in names), None)
 
 
 # -- defaults --------------------------------------------------------------------------------------------
@@ -210,9 +202,7 @@ def default_value(node: Node, default: Any) -> Any:
         value = default_value(first, default)
         if node.nullable_branch >= 0:
             return value
-        names = [f.name for f in node.arrow]
-        at = 0
-        return {name: (value if i == at else None) for i, name in enumerate(names)}
+        return {f.name: (value if i == 0 else None) for i, f in enumerate(node.arrow)}
     if kind == "null":
         if default is not None:
             raise ValueError("null's default is null")
@@ -242,13 +232,9 @@ def default_value(node: Node, default: Any) -> Any:
         if kind == "fixed" and len(raw) != node.size:
             raise ValueError("not the fixed's size")
         if node.logical == "decimal":
-            import decimal
-
             unscaled = int.from_bytes(raw, "big", signed=True)
             return decimal.Decimal(f"{unscaled}E-{node.scale}")
         if node.logical == "uuid":
-            import uuid
-
             return str(uuid.UUID(bytes=raw))
         return raw
     if kind == "array":
@@ -258,8 +244,6 @@ def default_value(node: Node, default: Any) -> Any:
         assert node.items is not None
         return [(str(k), default_value(node.items, v)) for k, v in default.items()]
     if kind == "json":
-        import json
-
         return json.dumps(default, separators=(",", ":"), ensure_ascii=False)
     if kind == "record":
         out = {}
@@ -305,10 +289,8 @@ def _plain_value(values: pa.Array, w: Node, r: Node) -> pa.Array:
         return pc.if_else(pc.or_(known, pc.is_null(values)), values, pa.scalar(r.enum_default, pa.string()))
     if kind in ("array", "map"):
         assert w.items is not None and r.items is not None
-        offsets = values.offsets.to_numpy()
-        start, stop = int(offsets[0]), int(offsets[-1])
-        rebased = pa.array(offsets - start, pa.int32())
-        mask = values.is_null() if values.null_count else None
+        rebased, start, stop = rebased_offsets(values)
+        mask = null_mask(values)
         if kind == "array":
             items = resolve(values.values.slice(start, stop - start), w.items, r.items)
             return pa.ListArray.from_arrays(rebased, items, type=r.arrow, mask=mask)
@@ -324,7 +306,7 @@ def _plain_value(values: pa.Array, w: Node, r: Node) -> pa.Array:
                 children.append(_default_array(rf, r.defaults[i][1], n))
             else:
                 children.append(resolve(values.field(found), w.fields[found][1], rf))
-        mask = values.is_null() if values.null_count else None
+        mask = null_mask(values)
         if not children:  # a record of no fields: only whether each value is null
             validity = None if mask is None else pa.compute.invert(mask).buffers()[1]
             return pa.Array.from_buffers(r.arrow, n, [validity], null_count=values.null_count)
@@ -390,8 +372,7 @@ def _union(values: pa.Array, w: Node, r: Node) -> pa.Array:
         if a is not None and r.branches[j].kind != "null":
             per_branch.setdefault(j, []).append(resolve(a, b, r.branches[j]))
     if r.nullable_branch >= 0:
-        t = r.branches[r.nullable_branch]
-        return _pick(per_branch.get(r.nullable_branch, []), n, t.arrow)
+        return _pick(per_branch.get(r.nullable_branch, []), n, r.branches[r.nullable_branch].arrow)
     columns = []
     present = np.zeros(n, bool)
     fields = list(r.arrow)

@@ -21,6 +21,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 
+from logdoctor.formats.registry.arrow_union import decimal_type
 from logdoctor.formats.registry.results import SchemaError
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaReference, SchemaRegistry
 
@@ -81,17 +82,11 @@ class Node:
     @property
     def min_size(self) -> int:
         """The fewest bytes a value of this type takes (0 for null, an empty record...)."""
-        if self.kind in ("boolean", "int", "long", "bytes", "string", "enum", "union", "array", "map"):
-            return 1
-        if self.kind == "float":
-            return 4
-        if self.kind == "double":
-            return 8
         if self.kind == "fixed":
             return self.size
         if self.kind == "record":
             return sum(f.min_size for _, f in self.fields)
-        return 0 if self.kind == "null" else 1
+        return {"float": 4, "double": 8, "null": 0}.get(self.kind, 1)
 
 
 def resolved_references(registry: SchemaRegistry, schema: RegisteredSchema) -> dict[str, str]:
@@ -127,11 +122,10 @@ def parse(registry: SchemaRegistry, schema: RegisteredSchema) -> tuple[Any, dict
     name). Raises :class:`SchemaError` when a text does not parse."""
     named: dict[str, Any] = {}
     try:
-        for text in resolved_references(registry, schema).values():
-            fastavro.parse_schema(json.loads(text), named, _write_hint=False, _ignore_default_error=True)
-        parsed = fastavro.parse_schema(
-            json.loads(schema.schema), named, _write_hint=False, _ignore_default_error=True
-        )
+        for text in [*resolved_references(registry, schema).values(), schema.schema]:  # the schema last
+            parsed = fastavro.parse_schema(
+                json.loads(text), named, _write_hint=False, _ignore_default_error=True
+            )
     except SchemaError:
         raise
     except Exception as e:  # fastavro's SchemaParseException, UnknownType, json's errors...
@@ -143,17 +137,14 @@ def connect_metadata(schema: Any) -> dict[bytes, bytes]:
     """``connect.name``, ``connect.version`` and ``connect.parameters`` (JSON) of a schema's properties."""
     if not isinstance(schema, Mapping):
         return {}
-    out: dict[bytes, bytes] = {}
-    for key in CONNECT_PROPERTIES:
-        if key in schema:
-            value = schema[key]
-            text = (
-                value
-                if isinstance(value, str)
-                else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-            )
-            out[key.encode()] = text.encode()
-    return out
+    return {
+        key.encode(): (
+            v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+        ).encode()
+        for key in CONNECT_PROPERTIES
+        if key in schema
+        for v in (schema[key],)
+    }
 
 
 def build(parsed: Any, named: Mapping[str, Any]) -> Node:
@@ -189,18 +180,14 @@ class _Builder:
                 aliases=_aliases(schema),
                 enum_default=default if isinstance(default, str) else None,
             )
-        if kind == "array":
-            items = self.node(schema["items"], stack)
-            return Node(
-                "array",
-                pa.list_(pa.field("item", items.arrow, metadata=items.metadata or None)),
-                connect_metadata(schema),
-                items=items,
+        if kind in ("array", "map"):  # a map's keys are strings
+            items = self.node(schema["items" if kind == "array" else "values"], stack)
+            arrow = (
+                pa.list_(_field("item", items))
+                if kind == "array"
+                else pa.map_(pa.string(), _field("value", items))
             )
-        if kind == "map":
-            values = self.node(schema["values"], stack)
-            value_field = pa.field("value", values.arrow, metadata=values.metadata or None)
-            return Node("map", pa.map_(pa.string(), value_field), connect_metadata(schema), items=values)
+            return Node(kind, arrow, connect_metadata(schema), items=items)
         if kind == "fixed":
             node = Node(
                 "fixed",
@@ -234,9 +221,7 @@ class _Builder:
                 and fits
             ):
                 node.logical, node.precision, node.scale = "decimal", precision, scale
-                node.arrow = (
-                    pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
-                )
+                node.arrow = decimal_type(precision, scale)
             return node
         if logical == "uuid" and node.kind == "fixed" and node.size != 16:
             return node
@@ -253,7 +238,7 @@ class _Builder:
         node.fields = fields
         node.defaults = tuple(("default" in f, f.get("default")) for f in schema["fields"])
         node.field_aliases = tuple(tuple(f.get("aliases") or ()) for f in schema["fields"])
-        node.arrow = pa.struct([pa.field(name, f.arrow, metadata=f.metadata or None) for name, f in fields])
+        node.arrow = pa.struct([_field(name, f) for name, f in fields])
         return node
 
     def union(self, schema: list, stack: tuple[tuple[str, Node], ...]) -> Node:
@@ -264,23 +249,24 @@ class _Builder:
             t = branches[at]
             return Node("union", t.arrow, dict(t.metadata), branches=branches, nullable_branch=at)
         names = branch_names(branches)
-        fields = [
-            pa.field(name, b.arrow, metadata=b.metadata or None)
-            for name, b in zip(names, branches, strict=True)
-            if b.kind != "null"
-        ]
+        fields = [_field(name, b) for name, b in zip(names, branches, strict=True) if b.kind != "null"]
         return Node("union", pa.struct(fields), {}, branches=branches)
+
+
+def _field(name: str, node: Node) -> pa.Field:
+    """The Arrow field of a node named ``name``, its Connect properties as the field's metadata."""
+    return pa.field(name, node.arrow, metadata=node.metadata or None)
 
 
 def _aliases(schema: Mapping[str, Any]) -> tuple[str, ...]:
     """A named type's aliases as full names: a bare alias takes the type's namespace (the Avro spec)."""
     name = schema["name"]
     namespace = name.rsplit(".", 1)[0] if "." in name else ""
-    out = []
-    for alias in schema.get("aliases") or ():
-        if isinstance(alias, str):
-            out.append(alias if "." in alias or not namespace else f"{namespace}.{alias}")
-    return tuple(out)
+    return tuple(
+        a if "." in a or not namespace else f"{namespace}.{a}"
+        for a in schema.get("aliases") or ()
+        if isinstance(a, str)
+    )
 
 
 def branch_names(branches: tuple[Node, ...]) -> list[str]:

@@ -113,10 +113,7 @@ def json_text(node: Node, buf: bytes, p: int, end: int) -> tuple[str, int]:
             n, left, seen = item
             assert n.items is not None
             if left == 0:
-                count, p = _read_long(buf, p, end)
-                if count < 0:
-                    count = -count
-                    _, p = _read_long(buf, p, end)
+                count, p = _block_count(buf, p, end)
                 if count == 0:
                     out.append("}" if n.kind == "map" else "]")
                     continue
@@ -244,12 +241,9 @@ def read_items_rest(node: Node, buf: bytes, p: int, end: int, left: int, total: 
             if len(values) == ITEMS_CHUNK:
                 yield pa.array(values, value_type), (pa.array(keys, pa.string()) if is_map else None), p
                 values, keys = [], []
-        count, p = _read_long(buf, p, end)
+        count, p = _block_count(buf, p, end)
         if count == 0:
             break
-        if count < 0:
-            count = -count
-            _, p = _read_long(buf, p, end)
         total += count
         if total > MAX_ITEMS:
             raise DecodeError(MISMATCH)
@@ -265,12 +259,9 @@ def _read_items(node: Node, buf: bytes, p: int, end: int, arrow: bool) -> tuple[
     zero_size = node.items.min_size == 0 and not is_map
     limit = MAX_ZERO_SIZE_ITEMS if zero_size else MAX_ITEMS
     while True:
-        count, p = _read_long(buf, p, end)
+        count, p = _block_count(buf, p, end)
         if count == 0:
             return (items if arrow or not is_map else dict(items)), p
-        if count < 0:
-            count = -count
-            _, p = _read_long(buf, p, end)  # the block's size in bytes
         total += count
         if total > limit:
             raise DecodeError(MISMATCH)
@@ -281,11 +272,18 @@ def _read_items(node: Node, buf: bytes, p: int, end: int, arrow: bool) -> tuple[
         for _ in range(count):
             if is_map:
                 key, p = _length(buf, p, end)
-                value, p = read_value(node.items, buf, p, end, arrow)
-                items.append((_utf8(key), value))
-            else:
-                value, p = read_value(node.items, buf, p, end, arrow)
-                items.append(value)
+            value, p = read_value(node.items, buf, p, end, arrow)
+            items.append((_utf8(key), value) if is_map else value)
+
+
+def _block_count(buf: bytes, p: int, end: int) -> tuple[int, int]:
+    """The item count of an array's or map's block (a negative count is followed by the block's size in
+    bytes, skipped) and the position after it; 0 ends the array or map."""
+    count, p = _read_long(buf, p, end)
+    if count < 0:
+        count = -count
+        _, p = _read_long(buf, p, end)
+    return count, p
 
 
 def _read_varint(buf: bytes, p: int, end: int, max_bytes: int) -> tuple[int, int]:

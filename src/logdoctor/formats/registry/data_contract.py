@@ -109,10 +109,58 @@ def encrypted_fields(
     except ValueError:
         return ()
     found: set[str] = set()
+
+    def tagged(full_name: str, inline: object) -> bool:
+        tags = {str(t) for t in inline} if isinstance(inline, list) else set()
+        for pattern, more in meta_tags.items():
+            if _wildcard(pattern).fullmatch(full_name):
+                tags |= more
+        return bool(tags & wanted)
+
+    def avro(s: object, ns: str, path: tuple[str, ...], seen: set[str]) -> None:
+        if isinstance(s, list):
+            for branch in s:
+                avro(branch, ns, path, seen)
+            return
+        if not isinstance(s, dict):
+            return
+        t = s.get("type")
+        if t in ("array", "map"):
+            avro(s.get("items" if t == "array" else "values"), ns, path, seen)
+        elif t == "record":
+            rname = str(s.get("name") or "")
+            if "." in rname:
+                rns = rname.rsplit(".", 1)[0]
+            else:
+                rns = str(s.get("namespace")) if s.get("namespace") is not None else ns
+                rname = f"{rns}.{rname}" if rns else rname
+            if rname in seen:
+                return
+            seen = seen | {rname}
+            for f in s.get("fields") or ():
+                if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+                    continue
+                fpath = (*path, f["name"])
+                if tagged(f"{rname}.{f['name']}", f.get("confluent:tags")):
+                    found.add(".".join(fpath))
+                avro(f.get("type"), rns, fpath, seen)
+
+    def json_schema(s: object, path: tuple[str, ...], depth: int) -> None:
+        if not isinstance(s, dict) or depth > 64:
+            return
+        props = s.get("properties")
+        if isinstance(props, dict):
+            for name, sub in props.items():
+                fpath = (*path, str(name))
+                inline = sub.get("confluent:tags") if isinstance(sub, dict) else None
+                if tagged("$." + ".".join(fpath), inline):  # CKP:common/json_schema.py: $.a.b
+                    found.add(".".join(fpath))
+                json_schema(sub, fpath, depth + 1)
+
     if schema_type == "AVRO":
-        _avro(parsed, "", "", (), wanted, meta_tags, found, set())
+        avro(parsed, "", (), set())
     elif schema_type == "JSON":
-        _json(parsed, (), wanted, meta_tags, found, 0)
+        json_schema(parsed, (), 0)
     return tuple(sorted(found))
 
 
@@ -132,66 +180,3 @@ def _wildcard(pattern: str) -> re.Pattern[str]:
         else:
             out += re.escape(c)
     return re.compile(out)
-
-
-def _tagged(full_name: str, inline: object, wanted: set[str], meta_tags: dict[str, set[str]]) -> bool:
-    tags = {str(t) for t in inline} if isinstance(inline, list) else set()
-    for pattern, more in meta_tags.items():
-        if _wildcard(pattern).fullmatch(full_name):
-            tags |= more
-    return bool(tags & wanted)
-
-
-def _avro(
-    s: object,
-    ns: str,
-    name: str,
-    path: tuple[str, ...],
-    wanted: set[str],
-    meta: dict[str, set[str]],
-    found: set[str],
-    seen: set[str],
-) -> None:
-    if isinstance(s, list):
-        for branch in s:
-            _avro(branch, ns, name, path, wanted, meta, found, seen)
-        return
-    if not isinstance(s, dict):
-        return
-    t = s.get("type")
-    if t == "array":
-        _avro(s.get("items"), ns, name, path, wanted, meta, found, seen)
-    elif t == "map":
-        _avro(s.get("values"), ns, name, path, wanted, meta, found, seen)
-    elif t == "record":
-        rname = str(s.get("name") or "")
-        if "." in rname:
-            rns = rname.rsplit(".", 1)[0]
-        else:
-            rns = str(s.get("namespace")) if s.get("namespace") is not None else ns
-            rname = f"{rns}.{rname}" if rns else rname
-        if rname in seen:
-            return
-        seen = seen | {rname}
-        for f in s.get("fields") or ():
-            if not isinstance(f, dict) or not isinstance(f.get("name"), str):
-                continue
-            fpath = (*path, f["name"])
-            if _tagged(f"{rname}.{f['name']}", f.get("confluent:tags"), wanted, meta):
-                found.add(".".join(fpath))
-            _avro(f.get("type"), rns, rname, fpath, wanted, meta, found, seen)
-
-
-def _json(
-    s: object, path: tuple[str, ...], wanted: set[str], meta: dict[str, set[str]], found: set[str], depth: int
-) -> None:
-    if not isinstance(s, dict) or depth > 64:
-        return
-    props = s.get("properties")
-    if isinstance(props, dict):
-        for name, sub in props.items():
-            fpath = (*path, str(name))
-            inline = sub.get("confluent:tags") if isinstance(sub, dict) else None
-            if _tagged("$." + ".".join(fpath), inline, wanted, meta):  # CKP:common/json_schema.py: $.a.b
-                found.add(".".join(fpath))
-            _json(sub, fpath, wanted, meta, found, depth + 1)

@@ -160,16 +160,13 @@ def _zoned_micros(values: list[str | None]) -> tuple[list[int | None], int]:
     out: list[int | None] = []
     bad = 0
     for text in values:
-        if text is None:
-            out.append(None)
-            continue
-        try:
-            moment = datetime.fromisoformat(text)  # Python >= 3.11: "Z", offsets, any number of digits
+        try:  # Python >= 3.11: "Z", offsets, any number of digits
+            moment = None if text is None else datetime.fromisoformat(text)
         except ValueError:
             moment = None
         if moment is None or moment.tzinfo is None:
             out.append(None)
-            bad += 1
+            bad += text is not None  # a null is no failed conversion
             continue
         delta = moment - _EPOCH
         out.append((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)

@@ -144,48 +144,14 @@ def read_message_indexes(data: bytes | memoryview, pos: int) -> tuple[tuple[int,
 
 
 def prefix_ids(values: pa.BinaryArray | pa.LargeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
-    """The prefix frame of every element of ``values``, without a Python loop: ``(magic, ids)``, two numpy
-    arrays of ``len(values)``. ``magic`` (int16): the first byte where it starts a whole frame (0 with 5
-    bytes or more and an id above 0, 1 with 17 or more), any other first byte as it is, -1 for a null, an
-    empty element, a 0/1 with fewer bytes than its frame or a 0 whose id is 0 or less; ``ids`` (int32): the
-    big-endian id after a magic 0 that starts a frame, 0 elsewhere. An element ``read_frame`` gives a frame
-    has magic 0 or 1 here; the others ``no_magic_byte``."""
-    scanned = _c_scan(values)
-    if scanned is not None:
-        return scanned.magic, scanned.ids
-    import numpy as np
-    import pyarrow as pa
-
-    n = len(values)
-    magic = np.full(n, -1, dtype=np.int16)
-    ids = np.zeros(n, dtype=np.int32)
-    if n == 0:
-        return magic, ids
-    bufs = values.buffers()
-    off_type = np.int64 if pa.types.is_large_binary(values.type) else np.int32
-    offsets = np.frombuffer(bufs[1], dtype=off_type)[values.offset : values.offset + n + 1].astype(np.int64)
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
-    usable = lengths > 0
-    if values.null_count:
-        usable &= values.is_valid().to_numpy(zero_copy_only=False)
-    if not usable.any() or bufs[2] is None:
-        return magic, ids
-    data = np.frombuffer(bufs[2], dtype=np.uint8)
-    first = np.zeros(n, dtype=np.int16)
-    first[usable] = data[starts[usable]]
-    short = ((first == MAGIC_ID) & (lengths < ID_FRAME)) | ((first == MAGIC_GUID) & (lengths < GUID_FRAME))
-    usable &= ~short
-    magic[usable] = first[usable]
-    with_id = np.flatnonzero(magic == MAGIC_ID)
-    if len(with_id):
-        at = starts[with_id][:, None] + np.arange(1, ID_FRAME)
-        b = data[at].astype(np.uint32)
-        ids[with_id] = ((b[:, 0] << 24) | (b[:, 1] << 16) | (b[:, 2] << 8) | b[:, 3]).view(np.int32)
-        no_id = with_id[ids[with_id] <= 0]  # no registered schema has such an id: not a frame
-        magic[no_id] = -1
-        ids[no_id] = 0
-    return magic, ids
+    """The prefix frame of every element of ``values``: ``(magic, ids)``, two numpy arrays of
+    ``len(values)`` (:func:`scan_prefix`'s). ``magic`` (int16): the first byte where it starts a whole frame
+    (0 with 5 bytes or more and an id above 0, 1 with 17 or more), any other first byte as it is, -1 for a
+    null, an empty element, a 0/1 with fewer bytes than its frame or a 0 whose id is 0 or less; ``ids``
+    (int32): the big-endian id after a magic 0 that starts a frame, 0 elsewhere. An element ``read_frame``
+    gives a frame has magic 0 or 1 here; the others ``no_magic_byte``."""
+    scanned = scan_prefix(values)
+    return scanned.magic, scanned.ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +246,4 @@ def binary_slices(values: pa.BinaryArray | pa.LargeBinaryArray, rows: np.ndarray
     if speedups is not None and len(values):
         validity, offsets, data, offset, n, large = _buffers(values)
         return speedups.binary_slices(validity, offsets, data, offset, n, large, rows, start)
-    out = []
-    for r in rows.tolist():
-        d = values[r].as_py()
-        out.append(None if d is None else d[start:])
-    return out
+    return [None if (d := values[r].as_py()) is None else d[start:] for r in rows.tolist()]

@@ -107,7 +107,7 @@ def payload_reader(
         "            m = empty; rejected(p)",
     ]
     title = f"<protobuf payload reader of {descriptor.full_name}>"
-    read = code.build(title, "payloads, rejected", loop, _indent8(lines))
+    read = code.build(title, "payloads, rejected", loop, _indented(lines, 2))
 
     def run(payloads: Sequence[Any]) -> tuple[pa.Array, list[bool], int]:
         """The struct array, which payloads protobuf rejected, how many invalid values were met."""
@@ -160,7 +160,7 @@ def message_converter(descriptor: Descriptor, path: tuple[str, ...]) -> tuple[pa
     code = _Code()
     struct_type, lines, _, finish = _struct(code, descriptor, path, "m")
     loop = ["    for m in messages:"]
-    read = code.build(f"<protobuf reader of {descriptor.full_name}>", "messages", loop, _indent8(lines))
+    read = code.build(f"<protobuf reader of {descriptor.full_name}>", "messages", loop, _indented(lines, 2))
 
     def convert(messages: list, mask: np.ndarray | None) -> pa.Array:
         return finish(read(messages), mask)
@@ -201,11 +201,6 @@ class _Code:
         return self.namespace["read"]
 
 
-def _indent8(lines: list[str]) -> list[str]:
-    """``lines`` in the body of the generated function's loop."""
-    return ["        " + line for line in lines]
-
-
 def _read(var: str, name: str) -> str:
     if name.isidentifier() and not keyword.iskeyword(name):
         return f"{var}.{name}"
@@ -217,8 +212,9 @@ def _read(var: str, name: str) -> str:
 _FieldCode = tuple[pa.DataType, list[str], list[str], Callable[[list[list], "np.ndarray | None"], pa.Array]]
 
 
-def _indented(lines: list[str]) -> list[str]:
-    return ["    " + line for line in lines]
+def _indented(lines: list[str], depth: int = 1) -> list[str]:
+    """``lines`` indented ``depth`` levels (2: in the body of the generated function's loop)."""
+    return ["    " * depth + line for line in lines]
 
 
 def _struct(code: _Code, descriptor: Descriptor, path: tuple[str, ...], var: str) -> _FieldCode:

@@ -30,6 +30,8 @@ different messages is :class:`AmbiguousMessageIndexes` (its records go to the si
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 import subprocess
@@ -42,7 +44,7 @@ from pathlib import PurePosixPath
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FileDescriptor
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from logdoctor.formats.registry.reasons import AMBIGUOUS_MESSAGE_INDEXES
 from logdoctor.formats.registry.results import SchemaError
@@ -168,11 +170,6 @@ def _described(text: str) -> descriptor_pb2.FileDescriptorProto | None:
     """The schema as a serialized ``FileDescriptorProto`` in base64, as confluent-kafka-python's serializer
     registers it (``_schema_to_str``) and Apicurio Registry keeps and serves it (Confluent's registry turns
     it into ``.proto`` text); None for ``.proto`` text, which is never valid base64 of one."""
-    import base64
-    import binascii
-
-    from google.protobuf.message import DecodeError
-
     try:
         raw = base64.b64decode(text.strip(), validate=True)
         fdp = descriptor_pb2.FileDescriptorProto.FromString(raw)
@@ -247,13 +244,9 @@ def _declared_map_entries(files: dict[str, str]) -> tuple[dict[str, str], dict[s
         if not found:
             texts[name] = text
             continue
-        names = set()
-        for option in found:
-            enclosing = list(_MESSAGE.finditer(text, 0, option.start()))
-            if enclosing:
-                names.add(enclosing[-1].group(1))
+        enclosing = [list(_MESSAGE.finditer(text, 0, option.start())) for option in found]
         texts[name] = _MAP_ENTRY_OPTION.sub("", text)
-        declared[name] = names
+        declared[name] = {e[-1].group(1) for e in enclosing if e}
     return texts, declared
 
 
@@ -272,10 +265,8 @@ def _pool(
             stack = [(f"{file.package}." if file.package else "", m) for m in file.message_type]
             while stack:
                 prefix, message = stack.pop()
-                if message.name in names and [(f.name, f.number) for f in message.field] == [
-                    ("key", 1),
-                    ("value", 2),
-                ]:
+                fields = [(f.name, f.number) for f in message.field]
+                if message.name in names and fields == [("key", 1), ("value", 2)]:
                     message.options.map_entry = True
                     entries.add(prefix + message.name)
                 stack.extend((f"{prefix}{message.name}.", m) for m in message.nested_type)

@@ -233,9 +233,7 @@ class SchemaRegistry:
 
     def in_context(self, context: str | None) -> dict[int, RegisteredSchema]:
         """The id space of ``context`` (None or ``.``: the ids frames name by default)."""
-        if context is None or context == DEFAULT_CONTEXT:
-            return self.schemas
-        return self.contexts.get(context, {})
+        return self.schemas if context in (None, DEFAULT_CONTEXT) else self.contexts.get(context, {})
 
     def by_id(self, schema_id: int) -> RegisteredSchema | None:
         return self.schemas.get(schema_id)
@@ -420,9 +418,7 @@ class _Replay:
         self.source = source
         self.store: dict[tuple[str, int], _Entry] = {}
         self.versions: dict[str, dict[int, _Entry]] = {}  # subject -> version -> the store's entry
-        self.holders: dict[
-            tuple[str, int], int
-        ] = {}  # (context, id) -> how many entries of the store hold it
+        self.holders: dict[tuple[str, int], int] = {}  # (context, id) -> how many store entries hold it
         self.texts: dict[tuple[str, int], _Text] = {}  # by (context, id): ids are per context
         self.guids: dict[tuple[str, str], int] = {}  # (context, GUID) -> id
         self.contexts: dict[tuple[str, str], None] = {}  # (tenant, context) of CONTEXT records
@@ -660,10 +656,9 @@ class _Replay:
                     guids.setdefault(held_by[0].guid, schema_id)
         schemas = dict(sorted(schemas.items()))
         for keytype, offsets in self.skipped.items():
-            why = "a key type Schema Registry does not have (SchemaRegistryKeyType)"
             notes.append(
-                f"{len(offsets)} record(s) of key type {keytype} not read ({self.where(offsets[0])} "
-                f"first): {why}"
+                f"{len(offsets)} record(s) of key type {keytype} not read ({self.where(offsets[0])} first): "
+                "a key type Schema Registry does not have (SchemaRegistryKeyType)"
             )
         return SchemaRegistry(
             schemas,
@@ -736,8 +731,7 @@ def merge(registries: Sequence[tuple[str, SchemaRegistry]]) -> SchemaRegistry:
             elif have.id != sv.id:
                 out.notes.append(
                     f"{key[0]} version {key[1]} is id {have.id} in an earlier source and id {sv.id} in "
-                    f"{name}: "
-                    "the first kept"
+                    f"{name}: the first kept"
                 )
             elif have.deleted and not sv.deleted:
                 out.subject_versions[key] = sv
@@ -746,8 +740,7 @@ def merge(registries: Sequence[tuple[str, SchemaRegistry]]) -> SchemaRegistry:
                 if subject in table and table[subject] != setting:
                     out.notes.append(
                         f"{what} of {subject or 'the registry (global)'}: {table[subject]} in an earlier "
-                        "source, "
-                        f"{setting} in {name}: the first kept"
+                        f"source, {setting} in {name}: the first kept"
                     )
                 table.setdefault(subject, setting)
         for guid, schema_id in reg.guids.items():
