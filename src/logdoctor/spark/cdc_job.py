@@ -161,18 +161,6 @@ class CdcSummary:
         return out
 
 
-def fold_options(opts: Any, placeholder: str | None, compaction: Any = None) -> Any:
-    """The fold's options of the read options (``ending_timestamps``' default: the point in time)."""
-    from logdoctor.spark.cdc import FoldOptions
-
-    kwargs: dict[str, Any] = {"ending_timestamp_ms": opts.ending_timestamps.default}
-    if placeholder:
-        kwargs["placeholder"] = placeholder
-    if compaction is not None:
-        kwargs["compaction"] = compaction
-    return FoldOptions(**kwargs)
-
-
 def compaction_of(refs: Sequence[Any]) -> dict[str, Any]:
     """Per compacted topic the log cleaner's offsets (:class:`logdoctor.spark.cdc.Compaction`), from each
     local partition's ``cleaner-offset-checkpoint`` entry and the topic's ``cleanup.policy``."""
@@ -290,7 +278,7 @@ def run_cdc_export(
     Ctrl-C what each holds."""
     from logdoctor.logdir.outputs import absolute_location
     from logdoctor.logdir.slices import PerPartition
-    from logdoctor.spark.cdc import merge_partitions
+    from logdoctor.spark.cdc import FoldOptions, merge_partitions
     from logdoctor.spark.export import (
         ExportError,
         ExportJob,
@@ -331,7 +319,9 @@ def run_cdc_export(
     started = time.perf_counter()
     typed = survey_job(spark, refs, opts, job.txns, loaded.registry)
     compactions = compaction_of(refs)
-    base = dataclasses.replace(fold_options(opts, placeholder), ending_timestamp_ms=point_in_time)
+    base = FoldOptions(
+        ending_timestamp_ms=point_in_time, **({"placeholder": placeholder} if placeholder else {})
+    )
     per_topic = {t: dataclasses.replace(base, compaction=c) for t, c in compactions.items()}
     per_topic[""] = base
     from logdoctor.formats.registry.debezium import is_envelope

@@ -308,11 +308,11 @@ def job_files(layout: FileLayout) -> list[str]:
     import pyarrow.fs as pafs
 
     fs, root = filesystem(layout.data_uri)
-    found = []
-    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
-        if info.type == pafs.FileType.File and info.base_name.startswith(f"{layout.job}-"):
-            found.append(join_uri(layout.data_uri, info.path[len(root) :]))
-    return found
+    return [
+        join_uri(layout.data_uri, info.path[len(root) :])
+        for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+        if info.type == pafs.FileType.File and info.base_name.startswith(f"{layout.job}-")
+    ]
 
 
 def remove_uncommitted(layout: FileLayout, committed: Iterable[str]) -> list[str]:

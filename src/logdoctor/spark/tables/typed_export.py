@@ -113,7 +113,6 @@ def write_typed_task(
     from logdoctor.spark.export import task_attempt
     from logdoctor.spark.latest import latest_json
     from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
-    from logdoctor.spark.tables.files import keep_above
     from logdoctor.spark.typed import UNDECODED, TypedBatches, counts_json
 
     if attempt is None:
@@ -148,13 +147,14 @@ def write_typed_task(
     try:
         for raw in read_slices(slices, opts, undecodable=undecodable, problems=problems, latest=latest):
             if above:
-                kept = keep_above(pa.Table.from_batches([raw]), above)
-                if kept.num_rows == 0:
+                raw = _rows_above(raw, above)
+                if raw.num_rows == 0:
                     continue
-                raw = kept.combine_chunks().to_batches()[0]
             topic, good, bad = splitter.split(raw)
             if side_above and bad is not None and bad.num_rows:
-                bad = _side_above(bad, side_above)
+                # the undecodable rows _undecoded does not hold yet (a run killed after it committed and
+                # before a topic's table did reads those records again: their rows are in _undecoded once)
+                bad = _rows_above(bad, side_above)
             for name, rb in ((topic, good), (UNDECODED, bad)):
                 if rb is not None and rb.num_rows:
                     chunks.setdefault(name, []).append(rb)  # type: ignore[arg-type]
@@ -180,9 +180,8 @@ def write_typed_task(
     }
 
 
-def _side_above(rows: pa.RecordBatch, held: Mapping[tuple[str, int], int]) -> pa.RecordBatch:
-    """The undecodable rows ``_undecoded`` does not hold yet (a run killed after it committed and before a
-    topic's table did reads those records again: their rows are in ``_undecoded`` once)."""
+def _rows_above(rows: pa.RecordBatch, held: Mapping[tuple[str, int], int]) -> pa.RecordBatch:
+    """The rows of ``rows`` above what a table holds (``held``, :func:`~.files.keep_above`), as a batch."""
     from logdoctor.spark.tables.files import keep_above
 
     kept = keep_above(pa.Table.from_batches([rows]), held)
