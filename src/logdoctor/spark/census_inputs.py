@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.checks.inventory import INVENTORY_DDL
+from logdoctor.spark.census_input_checks import FINDING_DDL, finding_row
 
 INVENTORY_SUFFIXES = (".parquet", ".jsonl", ".json")
 
@@ -96,12 +97,6 @@ SHARE_DDL = ", ".join(
 )
 #: the producer of each TRANSACTION_HANGING finding (a two-phase-commit transaction changes its fix)
 HANGING_DDL = "broker string, cluster string, path string, offset bigint, producer_id bigint"
-FINDING_DDL = ", ".join(
-    (
-        "broker string, log_dir string, code string, severity string, path string, position bigint",
-        "offset bigint, message string, fix string",
-    )
-)
 
 
 #: the census's input frames (:class:`InputFrames`' fields of these names) and their columns
@@ -120,17 +115,6 @@ FRAME_DDLS = {
 
 def ddl_names(ddl: str) -> list[str]:
     return [part.strip().split(" ", 1)[0] for part in ddl.split(", ")]
-
-
-def finding_values(broker: Any, log_dir: Any, f: Any, position: Any = None, offset: Any = None) -> tuple:
-    """The finding ``f`` (:class:`~logdoctor.checks.findings.Finding`) of ``broker``'s ``log_dir`` in
-    :data:`FINDING_DDL`'s columns, in their order."""
-    return (broker, log_dir, f.code, f.severity.label, f.path, position, offset, f.message, f.fix)
-
-
-def finding_row(broker: Any, log_dir: Any, f: Any, offset: Any = None) -> dict[str, Any]:
-    """:func:`finding_values` by column name (no position)."""
-    return dict(zip(ddl_names(FINDING_DDL), finding_values(broker, log_dir, f, offset=offset), strict=True))
 
 
 #: the columns the census reads of an inventory's rows other than its replicas (its log dirs, findings,

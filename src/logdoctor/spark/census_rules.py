@@ -18,7 +18,7 @@ from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # t
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.formats.checkpoint import latest_epoch
 from logdoctor.logdir.disk import human_bytes
-from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
+from logdoctor.spark.census_input_checks import CensusError, finding_row, refuse_remote_log_dirs
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,8 +386,6 @@ def log_dir_rows(dirs: list[dict[str, Any]], replicas: list[dict[str, Any]]) -> 
 def _finding(
     broker: str | None, log_dir: str | None, f: Finding, fix: FixCommand, offset: int | None = None
 ) -> dict[str, Any]:
-    from logdoctor.spark.census_inputs import finding_row
-
     return {**finding_row(broker, log_dir, f, offset=offset), **fix.columns()}
 
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, METADATA_TOPIC, TRANSACTION_STATE_TOPIC
-from logdoctor.spark.census_inputs import FINDING_DDL, QUORUM_COLUMNS, ddl_names, finding_values
+from logdoctor.spark.census_input_checks import finding_values
+from logdoctor.spark.census_inputs import FINDING_DDL, QUORUM_COLUMNS, ddl_names
 
 #: rows of each table the driver keeps for the summary, the terminal and the HTML report
 COLLECT_LIMIT = 20_000

@@ -215,7 +215,7 @@ def segment_frame(spark: Any, folders: dict[int, str], num_partitions: int) -> A
 
 def _row(f: Any) -> tuple[Any, ...]:
     """An audit finding as a census findings row: no command (its fix's words say what to do)."""
-    from logdoctor.spark.census_inputs import finding_values
+    from logdoctor.spark.census_input_checks import finding_values
 
     return (*finding_values(None, None, f, f.position, f.offset), "", [])
 
