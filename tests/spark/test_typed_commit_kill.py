@@ -29,7 +29,7 @@ TOPICS = ("mixed", "clicks")
 # each leaves another set of committed tables (none, _undecoded, _undecoded + mixed, all three)
 POINTS = [("before", SIDE), ("after", SIDE), *(("after", t) for t in TOPICS)]
 # Every point with Iceberg; with Delta the one whose rerun takes every format-specific step (the rest of
-# the protocol, commit_order, covered_offsets, the _undecoded rows kept above what it holds, is the same
+# the protocol, commit_order, merged_offsets, the _undecoded rows kept above what it holds, is the same
 # code for both formats: run_typed_table_export): after mixed's commit, the rerun reads the offsets
 # property of an existing _undecoded and an existing topic table, appends to both, and creates clicks's
 # table in --mode append. The Delta table's own commit under a SIGKILL (before, during, after it):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["get_spark", "register"]
+__all__ = ["register"]
 
 
 def register(spark: Any) -> None:
@@ -17,10 +17,3 @@ def register(spark: Any) -> None:
     from logdoctor.spark.sources import register as _register
 
     _register(spark)
-
-
-def get_spark(master: str | None = None, app_name: str = "logdoctor", **kwargs: Any) -> Any:
-    """A local SparkSession (see :func:`logdoctor.spark.session.get_spark`) with both sources registered."""
-    from logdoctor.spark.session import get_spark as _get
-
-    return _get(master, app_name, **kwargs)

@@ -161,18 +161,6 @@ class CdcSummary:
         return out
 
 
-def fold_options(opts: Any, placeholder: str | None, compaction: Any = None) -> Any:
-    """The fold's options of the read options (``ending_timestamps``' default: the point in time)."""
-    from logdoctor.spark.cdc import FoldOptions
-
-    kwargs: dict[str, Any] = {"ending_timestamp_ms": opts.ending_timestamps.default}
-    if placeholder:
-        kwargs["placeholder"] = placeholder
-    if compaction is not None:
-        kwargs["compaction"] = compaction
-    return FoldOptions(**kwargs)
-
-
 def compaction_of(refs: Sequence[Any]) -> dict[str, Any]:
     """Per compacted topic the log cleaner's offsets (:class:`logdoctor.spark.cdc.Compaction`), from each
     local partition's ``cleaner-offset-checkpoint`` entry and the topic's ``cleanup.policy``."""
@@ -271,11 +259,6 @@ def _fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str,
     }
 
 
-def _side_table(done: Sequence[Mapping[str, Any]]) -> pa.Table | None:
-    parts = [pa.ipc.open_stream(pa.py_buffer(d["undecoded"])).read_all() for d in done if d.get("undecoded")]
-    return pa.concat_tables(parts) if parts else None
-
-
 def run_cdc_export(
     spark: Any,
     paths: Sequence[str] | str,
@@ -295,7 +278,7 @@ def run_cdc_export(
     Ctrl-C what each holds."""
     from logdoctor.logdir.outputs import absolute_location
     from logdoctor.logdir.slices import PerPartition
-    from logdoctor.spark.cdc import merge_partitions
+    from logdoctor.spark.cdc import FoldOptions, merge_partitions
     from logdoctor.spark.export import (
         ExportError,
         ExportJob,
@@ -336,7 +319,9 @@ def run_cdc_export(
     started = time.perf_counter()
     typed = survey_job(spark, refs, opts, job.txns, loaded.registry)
     compactions = compaction_of(refs)
-    base = dataclasses.replace(fold_options(opts, placeholder), ending_timestamp_ms=point_in_time)
+    base = FoldOptions(
+        ending_timestamp_ms=point_in_time, **({"placeholder": placeholder} if placeholder else {})
+    )
     per_topic = {t: dataclasses.replace(base, compaction=c) for t, c in compactions.items()}
     per_topic[""] = base
     from logdoctor.formats.registry.debezium import is_envelope
@@ -359,7 +344,7 @@ def run_cdc_export(
         job.restart_above({(t, int(p)): last for t, parts in held.items() for p, last in parts.items()})
         opts = job.opts
         for topic, table in appending.items():  # what each table holds: its rows' positions (redeliveries)
-            applied = applied_rows(fmt, table, typed.topics[topic].key_type)
+            applied = applied_rows(table, typed.topics[topic].key_type)
             per_topic[topic] = dataclasses.replace(per_topic.get(topic, base), applied=applied)
     groups = job.groups(cdc_refs)
     done = job.collect(groups, lambda g, shipped: fold_task(g, opts, shipped, per_topic), typed, progress)
@@ -409,8 +394,16 @@ def run_cdc_export(
             tables[topic] = build_table(rows, value_type, source_type, stats, compaction, columns)
     for topic in appending:
         summary.stats.setdefault(topic, CdcStats())
-    side = _side_table(done)
-    locations = _write(fmt, out, mode, tables, side, ends, summary, catalog, table_name, items, watch, marks)
+    # each table and the side table: Parquet committed by rename, or one commit per table (``watch``: told
+    # each table once opened, :mod:`logdoctor.spark.tables.outcome`; ``marks``: per table more properties)
+    side = [pa.ipc.open_stream(pa.py_buffer(d["undecoded"])).read_all() for d in done if d.get("undecoded")]
+    everything: dict[str, pa.Table] = {**tables, **({UNDECODED: pa.concat_tables(side)} if side else {})}
+    if fmt == "parquet":
+        locations = _write_parquet(out, mode, everything)
+    else:
+        locations = _write_tables(
+            fmt, out, mode, everything, ends, summary, catalog, table_name, items, watch, marks
+        )
     if appending:
         locations.update(_append_tables(fmt, appending, changes, ends, summary, items, marks))
     summary.tables = locations
@@ -425,42 +418,17 @@ def run_cdc_export(
     )
 
 
-def _write(
-    fmt: str,
-    out: str,
-    mode: str,
-    tables: Mapping[str, pa.Table],
-    side: pa.Table | None,
-    ends: Mapping[str, Mapping[str, int]],
-    summary: CdcSummary,
-    catalog: Mapping[str, str] | None,
-    table_name: str | None,
-    items: Sequence[str],
-    watch: Any = None,
-    marks: Mapping[str, Mapping[str, str]] | None = None,
-) -> dict[str, str]:
-    """Write each table (and the side table): Parquet committed by rename, or one commit per table
-    (``watch``: told each table once opened, :mod:`logdoctor.spark.tables.outcome`; ``marks``: per table
-    more properties)."""
-    everything = dict(tables)
-    if side is not None and side.num_rows:
-        everything[UNDECODED] = side
-    if fmt == "parquet":
-        return _write_parquet(out, mode, everything)
-    return _write_tables(fmt, out, mode, everything, ends, summary, catalog, table_name, items, watch, marks)
-
-
 def _write_parquet(out: str, mode: str, tables: Mapping[str, pa.Table]) -> dict[str, str]:
     import shutil
     import uuid
 
     import pyarrow.parquet as pq
 
-    from logdoctor.spark.export import TEMPORARY, _clear_output, commit_attempts
+    from logdoctor.spark.export import TEMPORARY, _clear_output, attempt_dir, commit_attempts
 
     os.makedirs(out, exist_ok=True)
     job = uuid.uuid4().hex[:12]
-    attempt = os.path.join(out, TEMPORARY, job, "task-00000-attempt-0")
+    attempt = attempt_dir(out, job, 0, 0)
     try:
         for name, table in tables.items():
             os.makedirs(os.path.join(attempt, name), exist_ok=True)
@@ -617,20 +585,21 @@ def key_table(keys: Sequence[Any], change: AppendChange, schema: pa.Schema) -> p
     return pa.Table.from_arrays(columns, names=list(change.key_names))
 
 
-def applied_rows(fmt: str, table: Any, key_type: pa.DataType) -> Any:
+def applied_rows(table: Any, key_type: pa.DataType) -> Any:
     """What the table an append continues holds (:class:`logdoctor.spark.cdc.Applied`): per row its key
     columns (``key_type``'s fields) and the partition and source position of the event that wrote it (the
     provenance column); None when the table names no positions (the fold then compares nothing more)."""
     from logdoctor.spark.cdc import PROVENANCE_COLUMN, Applied
+    from logdoctor.spark.tables.typed_export import table_columns
 
     if not pa.types.is_struct(key_type):
         return None
     keys = [key_type.field(i).name for i in range(key_type.num_fields)]
-    names = set(_table_columns(fmt, table))
+    names = table_columns(table)
     provenance = "__" + PROVENANCE_COLUMN if "__" + PROVENANCE_COLUMN in names else PROVENANCE_COLUMN
     if provenance not in names or not set(keys) <= names:
         return None
-    held = _read_columns(fmt, table, [*keys, provenance])
+    held = table.rows([*keys, provenance])
     prov = held.column(provenance).combine_chunks()
     if prov.type.get_field_index("position") < 0:
         return None
@@ -646,34 +615,15 @@ def applied_rows(fmt: str, table: Any, key_type: pa.DataType) -> Any:
     return Applied(rows, {int(p): where for p, where in marked.items()})
 
 
-def _table_columns(fmt: str, table: Any) -> list[str]:
-    if fmt == "iceberg":
-        return [f.name for f in table._table.schema().fields]
-    return list(table._table.schema().to_arrow().names)
-
-
-def _read_columns(fmt: str, table: Any, columns: list[str]) -> pa.Table:
-    """Only ``columns`` of the rows ``table`` holds now."""
-    if fmt == "iceberg":
-        return table._table.scan(selected_fields=tuple(columns)).to_arrow()
-    return table._table.to_pyarrow_dataset().to_table(columns=columns)
-
-
-def _current_rows(fmt: str, table: Any, schema: pa.Schema) -> pa.Table:
-    """The rows ``table`` holds now, in ``schema``'s types."""
-    if fmt == "iceberg":
-        held = table._table.scan().to_arrow()
-    else:
-        held = table._table.to_pyarrow_dataset().to_table()
-    return pa.Table.from_arrays([held.column(f.name).cast(f.type) for f in schema], schema=schema)
-
-
-def fill_open_cells(fmt: str, table: Any, rows: pa.Table, change: AppendChange) -> pa.Table:
+def fill_open_cells(table: Any, rows: pa.Table, change: AppendChange) -> pa.Table:
     """``rows`` with each open placeholder cell (:class:`AppendChange`) taken from the table's row of its
     key (null when the table has none, or holds null there); the counts of the fold's stats follow."""
     if not change.opens:
         return rows
-    current = _current_rows(fmt, table, rows.schema)
+    held = table.rows()  # in the rows' types
+    current = pa.Table.from_arrays(
+        [held.column(f.name).cast(f.type) for f in rows.schema], schema=rows.schema
+    )
     index = {
         k: i
         for i, k in enumerate(zip(*(current.column(n).to_pylist() for n in change.key_names), strict=True))
@@ -723,7 +673,7 @@ def _append_tables(
             summary.unchanged.append(topic)
             continue
         schema = format_schema(change.rows.schema, fmt)
-        rows = fill_open_cells(fmt, table, to_format(change.rows, schema), change)
+        rows = fill_open_cells(table, to_format(change.rows, schema), change)
         deleted = key_table(change.deleted, change, schema)
         properties = {
             **table_properties(items, {topic: dict(ends.get(topic, {}))}, "cdc"),

@@ -331,50 +331,45 @@ def run_census(
         def write(name: str, df: Any) -> None:
             df.write.mode("overwrite").parquet(tables[name])
 
-        def read(name: str, df: Any) -> Any:
-            """The table ``name`` written from ``df``, read with its schema (no job to read the footers)."""
-            return spark.read.schema(df.schema).parquet(tables[name])
-
-        def replicas_rows() -> tuple[list[dict[str, Any]], int]:
-            write("replicas", frames.replicas)
-            rep = read("replicas", frames.replicas)
-            order = ("topic", "partition", "broker", "log_dir")
-            return first_rows(rep, order, (rep["lag_offsets"].desc_nulls_last(), *order), few=small)
-
-        def partitions_rows() -> tuple[list[dict[str, Any]], int]:
-            # a big census's tables are written one after the other: the confs are this write's alone
-            with session_confs(spark, {} if small else PARTITION_WRITE_CONFS):
-                write("partitions", frames.partitions)
-            part = read("partitions", frames.partitions)
-            order = ("topic", "partition", "topic_id")
-            return first_rows(part, order, (part["max_lag_offsets"].desc_nulls_last(), *order), few=small)
+        def rows_of(
+            name: str, df: Any, order: tuple[str, ...] = (), worst: str | None = None, confs: Any = None
+        ) -> tuple[list[dict[str, Any]], int]:
+            """The table ``name`` written from ``df`` (with the SQL ``confs``) and its first rows, read from
+            the table with ``df``'s schema (no job to read the footers), ``worst`` first in a big table."""
+            with session_confs(spark, confs or {}):
+                write(name, df)
+            written = spark.read.schema(df.schema).parquet(tables[name])
+            big = (written[worst].desc_nulls_last(), *order) if worst else None
+            return first_rows(written, order, big, few=small)
 
         def findings_rows() -> tuple[list[dict[str, Any]], int]:
             write("findings", frames.findings)
             return first_rows(frames.findings, (), few=small)
 
-        def groups_rows() -> tuple[list[dict[str, Any]], int]:
-            groups_df = consumer_group_table(group_rows)
-            write("consumer_groups", groups_df)
-            return first_rows(read("consumer_groups", groups_df), (), few=small)
-
-        def compaction_rows() -> tuple[list[dict[str, Any]], int]:
-            comp = frames_in.compaction
-            write("compaction", comp)
-            order = ("broker", "topic", "partition", "log_dir")
-            written = read("compaction", comp)
-            return first_rows(written, order, (written["dirty_bytes"].desc_nulls_last(), *order), few=small)
-
         # a small census's six tables at once (a thread each: jobs of a task whose time is the driver's
         # planning and commit); a big one's one after the other, the consumer groups last
         done = run_jobs(
             {
-                "partitions": partitions_rows,
-                "replicas": replicas_rows,
+                # a big census's tables are written one after the other: the confs are this write's alone
+                "partitions": lambda: rows_of(
+                    "partitions",
+                    frames.partitions,
+                    ("topic", "partition", "topic_id"),
+                    "max_lag_offsets",
+                    None if small else PARTITION_WRITE_CONFS,
+                ),
+                "replicas": lambda: rows_of(
+                    "replicas", frames.replicas, ("topic", "partition", "broker", "log_dir"), "lag_offsets"
+                ),
                 "log_dirs": lambda: write("log_dirs", frames.log_dirs),
                 "findings": findings_rows,
-                "consumer_groups": groups_rows,
-                "compaction": compaction_rows,
+                "consumer_groups": lambda: rows_of("consumer_groups", consumer_group_table(group_rows)),
+                "compaction": lambda: rows_of(
+                    "compaction",
+                    frames_in.compaction,
+                    ("broker", "topic", "partition", "log_dir"),
+                    "dirty_bytes",
+                ),
             },
             together=small,
         )
@@ -384,7 +379,7 @@ def run_census(
         compaction, _n_compaction = done["compaction"].result()
         # every finding collected: counted here, else by Spark
         if n_findings > len(findings):
-            counts = severity_counts(read("findings", frames.findings))
+            counts = severity_counts(spark.read.schema(frames.findings.schema).parquet(tables["findings"]))
         else:
             counts = _severities(findings)
         brokers = len({d["broker"] for d in log_dirs} | {b.broker for b in frames_in.brokers})

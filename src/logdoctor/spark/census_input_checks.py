@@ -1,10 +1,31 @@
 """The census's refusals of its inputs: the error a bad input raises, and log dirs at a URI (the census
-scans log dirs on a local disk only; remote brokers come as inventories). Used where the inputs are
-classified (:mod:`logdoctor.spark.census_inputs`) and grouped into brokers
-(:mod:`logdoctor.spark.census_rules`), below both.
+scans log dirs on a local disk only; remote brokers come as inventories); and the columns of a census
+finding. Used where the inputs are classified (:mod:`logdoctor.spark.census_inputs`) and grouped into
+brokers, and where findings are made (:mod:`logdoctor.spark.census_rules`), below both.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+FINDING_DDL = ", ".join(
+    (
+        "broker string, log_dir string, code string, severity string, path string, position bigint",
+        "offset bigint, message string, fix string",
+    )
+)
+
+
+def finding_values(broker: Any, log_dir: Any, f: Any, position: Any = None, offset: Any = None) -> tuple:
+    """The finding ``f`` (:class:`~logdoctor.checks.findings.Finding`) of ``broker``'s ``log_dir`` in
+    :data:`FINDING_DDL`'s columns, in their order."""
+    return (broker, log_dir, f.code, f.severity.label, f.path, position, offset, f.message, f.fix)
+
+
+def finding_row(broker: Any, log_dir: Any, f: Any, offset: Any = None) -> dict[str, Any]:
+    """:func:`finding_values` by column name (no position)."""
+    names = [part.split(" ", 1)[0] for part in FINDING_DDL.split(", ")]
+    return dict(zip(names, finding_values(broker, log_dir, f, offset=offset), strict=True))
 
 
 class CensusError(ValueError):

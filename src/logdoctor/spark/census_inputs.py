@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.checks.inventory import INVENTORY_DDL
+from logdoctor.spark.census_input_checks import FINDING_DDL, finding_row
 
 INVENTORY_SUFFIXES = (".parquet", ".jsonl", ".json")
 
@@ -96,12 +97,20 @@ SHARE_DDL = ", ".join(
 )
 #: the producer of each TRANSACTION_HANGING finding (a two-phase-commit transaction changes its fix)
 HANGING_DDL = "broker string, cluster string, path string, offset bigint, producer_id bigint"
-FINDING_DDL = ", ".join(
-    (
-        "broker string, log_dir string, code string, severity string, path string, position bigint",
-        "offset bigint, message string, fix string",
-    )
-)
+
+
+#: the census's input frames (:class:`InputFrames`' fields of these names) and their columns
+FRAME_DDLS = {
+    "replicas": REPLICA_DDL,
+    "log_dirs": LOG_DIR_DDL,
+    "findings": FINDING_DDL,
+    "hanging": HANGING_DDL,
+    "commits": COMMIT_DDL,
+    "compaction": COMPACTION_DDL,
+    "txns": TXN_DDL,
+    "producers": PRODUCER_DDL,
+    "shares": SHARE_DDL,
+}
 
 
 def ddl_names(ddl: str) -> list[str]:
@@ -114,16 +123,8 @@ def ddl_names(ddl: str) -> list[str]:
 SMALL_COLUMNS = list(
     dict.fromkeys(
         c
-        for ddl in (
-            LOG_DIR_DDL,
-            FINDING_DDL,
-            HANGING_DDL,
-            COMMIT_DDL,
-            COMPACTION_DDL,
-            TXN_DDL,
-            PRODUCER_DDL,
-            SHARE_DDL,
-        )
+        for name, ddl in FRAME_DDLS.items()
+        if name != "replicas"
         for c in ("record", "cluster_id", *ddl_names(ddl))
         if c != "cluster"  # the census's own key, no inventory column
     )
@@ -551,18 +552,7 @@ def _file_keys(path: str) -> list[str]:
 def unreadable_finding(path: str, error: str) -> dict[str, Any]:
     from logdoctor.checks import catalog
 
-    f = catalog.make("INVENTORY_UNREADABLE", path, error=error)
-    return {
-        "broker": None,
-        "log_dir": None,
-        "code": f.code,
-        "severity": f.severity.label,
-        "path": path,
-        "position": None,
-        "offset": None,
-        "message": f.message,
-        "fix": f.fix,
-    }
+    return finding_row(None, None, catalog.make("INVENTORY_UNREADABLE", path, error=error))
 
 
 @dataclass(slots=True)
@@ -612,27 +602,8 @@ def load_inputs(
 
     from logdoctor.spark.census_rules import BrokerInput, name_brokers, scan_broker
 
-    replica_cols, dir_cols, finding_cols, commit_cols, compaction_cols = (
-        ddl_names(REPLICA_DDL),
-        ddl_names(LOG_DIR_DDL),
-        ddl_names(FINDING_DDL),
-        ddl_names(COMMIT_DDL),
-        ddl_names(COMPACTION_DDL),
-    )
-    txn_cols, producer_cols, hanging_cols, share_cols = (
-        ddl_names(d) for d in (TXN_DDL, PRODUCER_DDL, HANGING_DDL, SHARE_DDL)
-    )
-    frames: dict[str, list[Any]] = {
-        "replicas": [],
-        "log_dirs": [],
-        "findings": [],
-        "commits": [],
-        "compaction": [],
-        "txns": [],
-        "producers": [],
-        "hanging": [],
-        "shares": [],
-    }
+    columns = {name: ddl_names(ddl) for name, ddl in FRAME_DDLS.items()}
+    frames: dict[str, list[Any]] = {name: [] for name in FRAME_DDLS}
     cached: list[Any] = []
     rowless: set[str] = set()
     raw = inputs.brokers()
@@ -666,17 +637,6 @@ def load_inputs(
         named[: len(raw)],
         dict(zip((p for p, _d in readable), named[len(raw) :], strict=True)),
     )
-    tables = (
-        ("replicas", replica_cols, REPLICA_DDL),
-        ("log_dirs", dir_cols, LOG_DIR_DDL),
-        ("findings", finding_cols, FINDING_DDL),
-        ("commits", commit_cols, COMMIT_DDL),
-        ("compaction", compaction_cols, COMPACTION_DDL),
-        ("txns", txn_cols, TXN_DDL),
-        ("producers", producer_cols, PRODUCER_DDL),
-        ("hanging", hanging_cols, HANGING_DDL),
-        ("shares", share_cols, SHARE_DDL),
-    )
     if brokers and on_driver:
         results = (
             driver_scans.result()
@@ -685,8 +645,8 @@ def load_inputs(
         )
         if len(results) != len(brokers):
             raise AssertionError(f"{len(results)} driver scans for {len(brokers)} brokers")
-        for name, cols, ddl in tables:
-            local = [tuple(r.get(c) for c in cols) for res in results for r in res[name]]
+        for name, ddl in FRAME_DDLS.items():
+            local = [tuple(r.get(c) for c in columns[name]) for res in results for r in res[name]]
             # one partition: a task, not one per core, for a few hundred rows; none: a frame the optimizer
             # knows empty (as a kind no inventory holds, below), so nothing over it runs
             frame = spark.createDataFrame(local, ddl).coalesce(1)
@@ -706,9 +666,9 @@ def load_inputs(
 
         scans = scans.persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(scans)
-        for name, cols, ddl in tables:
+        for name, ddl in FRAME_DDLS.items():
             rows = scans.flatMap(
-                lambda res, name=name, cols=cols: [tuple(r.get(c) for c in cols) for r in res[name]]
+                lambda res, name=name, cols=columns[name]: [tuple(r.get(c) for c in cols) for r in res[name]]
             )
             frames[name].append(spark.createDataFrame(rows, ddl))
     unreadable: list[tuple[str, str]] = []
@@ -753,45 +713,36 @@ def load_inputs(
                     df = reader.parquet(*files) if fmt == "parquet" else reader.json(files)
                 df = df.withColumn("_file", F.input_file_name())
             df = with_names(df)
-            frames["replicas"].append(df.where(df.record == "replica").select(*replica_cols))
+            frames["replicas"].append(df.where(df.record == "replica").select(*columns["replicas"]))
         # every other kind from the rows the checks kept (an unreadable inventory has none)
         if small is not None and any(good.values()):
             df = with_names(small.where(F.col("record") != VERDICT))
-            for name, cols, record in (
-                ("findings", finding_cols, "finding"),
-                ("commits", commit_cols, "commit"),
-                ("compaction", compaction_cols, "compaction"),
-                ("txns", txn_cols, "txn"),
-                ("producers", producer_cols, "producer"),
-                ("shares", share_cols, "share"),
+            for name, record in (
+                ("findings", "finding"),
+                ("commits", "commit"),
+                ("compaction", "compaction"),
+                ("txns", "txn"),
+                ("producers", "producer"),
+                ("shares", "share"),
             ):
                 # a kind no inventory holds: no query over them (its frame is empty, made here: Spark's
                 # optimizer drops the joins and windows over it, and the consumer ranges are never made)
                 if record in held:
-                    frames[name].append(df.where(df.record == record).select(*cols))
+                    frames[name].append(df.where(df.record == record).select(*columns[name]))
             if "finding" in held:
                 hanging = (df.record == "finding") & (df.code == "TRANSACTION_HANGING")
-                frames["hanging"].append(df.where(hanging & df.producer_id.isNotNull()).select(*hanging_cols))
+                frames["hanging"].append(
+                    df.where(hanging & df.producer_id.isNotNull()).select(*columns["hanging"])
+                )
     if unreadable:
-        rows = [tuple(unreadable_finding(p, e).get(c) for c in finding_cols) for p, e in unreadable]
+        rows = [tuple(unreadable_finding(p, e).get(c) for c in columns["findings"]) for p, e in unreadable]
         frames["findings"].append(spark.createDataFrame(rows, FINDING_DDL))
-    empty = {
-        "replicas": REPLICA_DDL,
-        "log_dirs": LOG_DIR_DDL,
-        "findings": FINDING_DDL,
-        "commits": COMMIT_DDL,
-        "compaction": COMPACTION_DDL,
-        "txns": TXN_DDL,
-        "producers": PRODUCER_DDL,
-        "hanging": HANGING_DDL,
-        "shares": SHARE_DDL,
-    }
     out: dict[str, Any] = {}
     for name, dfs in frames.items():
         if not dfs:
             # a false filter: Spark's optimizer knows it empty (a local list is an RDD it cannot see into),
             # and so drops every join, window and shuffle made over it (PropagateEmptyRelation)
-            out[name] = spark.createDataFrame([], empty[name]).where(F.lit(False))
+            out[name] = spark.createDataFrame([], FRAME_DDLS[name]).where(F.lit(False))
             continue
         df = dfs[0]
         for other in dfs[1:]:
@@ -800,21 +751,13 @@ def load_inputs(
     if progress is not None:
         progress(len(raw) + len(inputs.inventories), len(raw) + len(inputs.inventories))
     return InputFrames(
-        out["replicas"],
-        out["log_dirs"],
-        out["findings"],
-        brokers,
-        named,
-        list(inputs.inventories),
-        unreadable,
-        cached,
-        out["commits"],
-        out["compaction"],
-        out["txns"],
-        out["producers"],
-        out["hanging"],
-        out["shares"],
-        frozenset(rowless),
+        **out,
+        brokers=brokers,
+        all_brokers=named,
+        inventories=list(inputs.inventories),
+        unreadable=unreadable,
+        cached=cached,
+        empty=frozenset(rowless),
     )
 
 

@@ -18,7 +18,7 @@ from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # t
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.formats.checkpoint import latest_epoch
 from logdoctor.logdir.disk import human_bytes
-from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
+from logdoctor.spark.census_input_checks import CensusError, finding_row, refuse_remote_log_dirs
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,18 +164,7 @@ def clusters_finding(brokers: Sequence[BrokerInput]) -> dict[str, Any] | None:
         else ""
     )
     f = catalog.make("SEVERAL_CLUSTERS", "", clusters=len(keys), listing=listing, shared=note)
-    return {
-        "broker": None,
-        "log_dir": None,
-        "code": f.code,
-        "severity": f.severity.label,
-        "path": "",
-        "position": None,
-        "offset": None,
-        "message": f.message,
-        "fix": f.fix,
-        **NO_COMMAND.columns(),
-    }
+    return _finding(None, None, f, NO_COMMAND)
 
 
 def quorum_findings(
@@ -395,20 +384,9 @@ def log_dir_rows(dirs: list[dict[str, Any]], replicas: list[dict[str, Any]]) -> 
 
 
 def _finding(
-    broker: str, log_dir: str, f: Finding, fix: FixCommand, offset: int | None = None
+    broker: str | None, log_dir: str | None, f: Finding, fix: FixCommand, offset: int | None = None
 ) -> dict[str, Any]:
-    return {
-        "broker": broker,
-        "log_dir": log_dir,
-        "code": f.code,
-        "severity": f.severity.label,
-        "path": f.path,
-        "position": None,
-        "offset": offset,
-        "message": f.message,
-        "fix": f.fix,
-        **fix.columns(),
-    }
+    return {**finding_row(broker, log_dir, f, offset=offset), **fix.columns()}
 
 
 def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]]) -> list[dict[str, Any]]:

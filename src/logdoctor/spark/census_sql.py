@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, METADATA_TOPIC, TRANSACTION_STATE_TOPIC
+from logdoctor.spark.census_input_checks import finding_values
 from logdoctor.spark.census_inputs import FINDING_DDL, QUORUM_COLUMNS, ddl_names
 
 #: rows of each table the driver keeps for the summary, the terminal and the HTML report
@@ -218,33 +219,16 @@ def partition_table(replicas: Any) -> Any:
         F.max("remote_log_end_offset").alias("remote_log_end_offset"),
     )
     lagging = F.col("worst.lag") > 0
-    return agg.select(
-        "topic",
-        "partition",
-        "replicas",
+    made = {  # the columns not taken as the aggregation named them
         # always true: the column stays nullable, as the table's schema has it
-        F.when(F.col("replicas") > 0, F.col("brokers")).alias("brokers"),
-        "max_log_end_offset",
-        "min_log_end_offset",
-        "min_log_start_offset",
-        "max_log_start_offset",
-        "high_watermark",
-        "bytes",
-        F.when(lagging, F.col("worst.broker")).alias("lagging_broker"),
-        F.when(lagging, F.col("worst.log_dir")).alias("lagging_log_dir"),
-        F.col("worst.lag").alias("max_lag_offsets"),
-        F.when(lagging, F.col("worst.lag_bytes")).otherwise(F.lit(0).cast("bigint")).alias("max_lag_bytes"),
-        F.col("p_topic_id").alias("topic_id"),
-        "cluster",
-        "min_local_log_start_offset",
-        "max_local_log_start_offset",
-        "tiered_replicas",
-        "remote_segments",
-        "remote_bytes",
-        "remote_log_start_offset",
-        "remote_log_end_offset",
-        "topic_key",
-    )
+        "brokers": F.when(F.col("replicas") > 0, F.col("brokers")),
+        "lagging_broker": F.when(lagging, F.col("worst.broker")),
+        "lagging_log_dir": F.when(lagging, F.col("worst.log_dir")),
+        "max_lag_offsets": F.col("worst.lag"),
+        "max_lag_bytes": F.when(lagging, F.col("worst.lag_bytes")).otherwise(F.lit(0).cast("bigint")),
+        "topic_id": F.col("p_topic_id"),
+    }
+    return agg.select(*(made[c].alias(c) if c in made else c for c in [*PARTITION_COLUMNS, "topic_key"]))
 
 
 def log_dir_table(log_dirs: Any, replicas: Any) -> Any:
@@ -310,10 +294,7 @@ def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
         partition_high_watermark=row["partition_high_watermark"], leader_broker=row["leader_broker"],
         leader_log_dir=row["leader_log_dir"], leader_log_end_offset=row["leader_log_end_offset"],
     )  # fmt: skip
-    return (
-        row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, row["log_end_offset"],
-        f.message, f.fix, *finding_fix(f),
-    )  # fmt: skip
+    return (*finding_values(row["broker"], row["log_dir"], f, offset=row["log_end_offset"]), *finding_fix(f))
 
 
 def lag_findings(replicas: Any, diverged: Sequence[str] = ()) -> FindingSource:
@@ -342,10 +323,8 @@ def _recreated_finding(row: dict[str, Any]) -> tuple[Any, ...]:
         groups=row["groups"],
         logdir=row["log_dir"],
     )
-    return (
-        row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, None, f.message, f.fix,
-        "", [],  # no command fixes it: the fix's words do (a scan would only show the folder again)
-    )  # fmt: skip
+    # no command fixes it: the fix's words do (a scan would only show the folder again)
+    return (*finding_values(row["broker"], row["log_dir"], f), "", [])
 
 
 def recreated_findings(replicas: Any) -> FindingSource:
@@ -389,10 +368,7 @@ def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
         logdir=row["log_dir"],
         details={"topic_id": row["topic_id"], "topics": row["topics"].split(", ")},
     )
-    return (
-        row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, None, f.message, f.fix,
-        "", [],  # no command fixes it: the fix's words do (a scan would only show the folder again)
-    )  # fmt: skip
+    return (*finding_values(row["broker"], row["log_dir"], f), "", [])  # no command, as TOPIC_RECREATED's
 
 
 def shared_id_findings(replicas: Any, on_driver: bool = False) -> FindingSource:
@@ -599,21 +575,9 @@ def census_frames(
     return frames, log_dirs
 
 
-CONSUMER_GROUP_COLUMNS = (
-    "cluster",
-    "group",
-    "group_type",
-    "topic",
-    "partition",
-    "committed_offset",
-    "commit_timestamp",
-    "log_start_offset",
-    "log_end_offset",
-    "lag_records",
-    "lag_bytes",
-    "lag_ms",
-    "out_of_range",
-    "broker",
+CONSUMER_GROUP_COLUMNS = _names(
+    "cluster, group, group_type, topic, partition, committed_offset, commit_timestamp, log_start_offset, "
+    "log_end_offset, lag_records, lag_bytes, lag_ms, out_of_range, broker"
 )
 
 
@@ -702,7 +666,6 @@ def consumer_offset_findings(rows: Any, on_driver: bool = False) -> Any:
     the chosen replica's folder: a DataFrame of the census_inputs FINDING_DDL columns."""
     from pyspark.sql import functions as F
 
-    cols = ddl_names(FINDING_DDL)
     out = rows.where(F.col("out_of_range")).select(
         "group", "topic", "partition", "committed_offset", "commit_timestamp", "commit_record_offset",
         "commit_source", "commit_topic_id", "topic_id", "log_start_offset", "log_end_offset",
@@ -713,19 +676,19 @@ def consumer_offset_findings(rows: Any, on_driver: bool = False) -> Any:
         from logdoctor.checks.consumer_groups import finding_of_row
 
         f = finding_of_row(r)
-        if f is None:
-            return None
-        row = {
-            "broker": r["broker"], "log_dir": r["log_dir"], "code": f.code, "severity": f.severity.label,
-            "path": f.path, "position": f.position, "offset": f.offset, "message": f.message, "fix": f.fix,
-        }  # fmt: skip
-        return tuple(row[c] for c in cols)
+        return None if f is None else finding_values(r["broker"], r["log_dir"], f, f.position, f.offset)
 
+    return _made_findings(out, made, on_driver)
+
+
+def _made_findings(rows: Any, made: Callable[[dict[str, Any]], Any], on_driver: bool) -> Any:
+    """A DataFrame of the census_inputs FINDING_DDL columns: ``made(row)`` (a finding's values, or None) of
+    each of ``rows``, on the executors (``on_driver``, a small census: here, of the collected rows)."""
     spark = rows.sparkSession
     if on_driver:
-        found = [t for t in map(made, out.toArrow().to_pylist()) if t is not None]
+        found = [t for t in map(made, rows.toArrow().to_pylist()) if t is not None]
         return spark.createDataFrame(found, FINDING_DDL).coalesce(1)
-    made_rows = out.rdd.map(lambda row: made(row.asDict(recursive=True))).filter(lambda t: t is not None)
+    made_rows = rows.rdd.map(lambda row: made(row.asDict(recursive=True))).filter(lambda t: t is not None)
     return spark.createDataFrame(made_rows, FINDING_DDL)
 
 
@@ -753,7 +716,6 @@ def transaction_state_findings(
     chosen_ts = ranges.where(F.col("topic") == TRANSACTION_STATE_TOPIC).select("cluster", "broker", "path")
     txns = txns.withColumn("cluster", F.coalesce("cluster", F.lit("")))
     rows = txns.join(chosen_ts, ["cluster", "broker", "path"], "left_semi").toArrow().to_pylist()
-    cols = ddl_names(FINDING_DDL)
     if not rows:
         return spark.createDataFrame([], FINDING_DDL), {}
     state: dict[str, dict[str, Any]] = {}
@@ -777,13 +739,10 @@ def transaction_state_findings(
             for e in entries
         }  # fmt: skip
         ref = ReplicaRef(path, log_dir, entries[0]["topic"], partition)
-        out = []
-        for f in mismatches(state[cluster], [(ref, producers)]):
-            row = {"broker": broker, "log_dir": log_dir, "code": f.code, "severity": f.severity.label,
-                   "path": f.path, "position": f.position, "offset": f.offset, "message": f.message,
-                   "fix": f.fix}  # fmt: skip
-            out.append(tuple(row[c] for c in cols))
-        return out
+        return [
+            finding_values(broker, log_dir, f, f.position, f.offset)
+            for f in mismatches(state[cluster], [(ref, producers)])
+        ]
 
     def key(r: dict[str, Any]) -> tuple[str, str, str, str, int]:
         return (r["cluster"], r["broker"], r["path"], r["log_dir"], int(r["partition"]))
@@ -826,7 +785,6 @@ def share_group_findings(ranges: Any, shares: Any, on_driver: bool = False) -> A
     behind = states.join(targets, ["cluster", "share_topic_id", "share_partition"]).where(
         (F.col("share_start_offset") >= 0) & (F.col("share_start_offset") < F.col("_log_start"))
     )
-    cols = ddl_names(FINDING_DDL)
 
     def made(r: dict[str, Any]) -> tuple[Any, ...] | None:
         from logdoctor.checks.replica_ref import ReplicaRef
@@ -838,18 +796,9 @@ def share_group_findings(ranges: Any, shares: Any, on_driver: bool = False) -> A
         )  # fmt: skip
         target = ReplicaRef(r["_path"], r["_log_dir"], r["_topic"], int(r["share_partition"]))
         f = behind(s, target, int(r["_log_start"]))
-        if f is None:
-            return None
-        row = {"broker": r["_broker"], "log_dir": r["_log_dir"], "code": f.code, "severity": f.severity.label,
-               "path": f.path, "position": f.position, "offset": f.offset, "message": f.message, "fix": f.fix}
-        return tuple(row[c] for c in cols)
+        return None if f is None else finding_values(r["_broker"], r["_log_dir"], f, f.position, f.offset)
 
-    spark = ranges.sparkSession
-    if on_driver:
-        found = [t for t in map(made, behind.toArrow().to_pylist()) if t is not None]
-        return spark.createDataFrame(found, FINDING_DDL).coalesce(1)
-    rows = behind.rdd.map(lambda row: made(row.asDict())).filter(lambda t: t is not None)
-    return spark.createDataFrame(rows, FINDING_DDL)
+    return _made_findings(behind, made, on_driver)
 
 
 def two_phase_commit_fixes(findings: Any, hanging: Any, two_pc: dict[tuple[str, int], Any]) -> Any:

@@ -157,6 +157,14 @@ class SkippedRange:
     base_offset: int | None = None
     last_offset: int | None = None
 
+    @classmethod
+    def batch(
+        cls, path: str, position: int, size: int, error: str, base_offset: Any, last_offset: Any
+    ) -> SkippedRange:
+        """One batch of ``size`` bytes at ``position``, skipped alone (the rows go on after it)."""
+        end = position + size
+        return cls(path, position, end, error, position, end, base_offset, last_offset)
+
     @property
     def range_start(self) -> int:
         return self.valid_bytes if self.start is None else self.start
@@ -794,23 +802,14 @@ def skipped_ranges(
         skipped.extend(r for r in not_read_ranges(plan) if (r.path, r.error) not in seen)
     for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
         skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
-    for u in undecodable:
-        skipped.append(
-            SkippedRange(
-                u["path"],
-                int(u["position"]),
-                int(u["position"]) + int(u["size"]),
-                (
-                    u["error"]  # a CRC mismatch (stored and computed CRCs in the text)
-                    if u.get("stored_crc") is not None
-                    else f"the records of this batch do not decode: {u['error']}"
-                ),
-                start=int(u["position"]),
-                end=int(u["position"]) + int(u["size"]),
-                base_offset=u["base_offset"],
-                last_offset=u["last_offset"],
-            )
+    for u in undecodable:  # a CRC mismatch names the stored and computed CRCs in its error already
+        why = (
+            u["error"]
+            if u.get("stored_crc") is not None
+            else f"the records of this batch do not decode: {u['error']}"
         )
+        pos, size = int(u["position"]), int(u["size"])
+        skipped.append(SkippedRange.batch(u["path"], pos, size, why, u["base_offset"], u["last_offset"]))
     named = {(s.path, s.range_start) for s in skipped}
     skipped.extend(r for r in invalid_marker_ranges(txns or {}) if (r.path, r.range_start) not in named)
     skipped.sort(key=lambda s: (s.path, s.range_start))
@@ -821,23 +820,15 @@ def invalid_marker_ranges(txns: Mapping[Any, Any]) -> list[SkippedRange]:
     """The transaction markers whose header Kafka's validation refuses, one range each: the marker still
     decided its transaction, as Kafka's producer state takes it (:mod:`logdoctor.logdir.transactions`),
     and is named, never a silent cut."""
-    out = []
-    for t in txns.values():
-        for m in t.invalid_markers:
-            out.append(
-                SkippedRange(
-                    m.path,
-                    m.position,
-                    m.position + m.size,
-                    "a transaction marker Kafka's validation refuses (it still decided its transaction, "
-                    f"from its base offset, as Kafka's producer state does): {m.error}",
-                    start=m.position,
-                    end=m.position + m.size,
-                    base_offset=m.base_offset,
-                    last_offset=m.last_offset,
-                )
-            )
-    return out
+    why = (
+        "a transaction marker Kafka's validation refuses (it still decided its transaction, from its base "
+        "offset, as Kafka's producer state does): "
+    )
+    return [
+        SkippedRange.batch(m.path, m.position, m.size, why + m.error, m.base_offset, m.last_offset)
+        for t in txns.values()
+        for m in t.invalid_markers
+    ]
 
 
 def session_is_local(spark: Any) -> bool:

@@ -14,9 +14,10 @@ Anything else is foreign: overwrite is refused (naming it) before anything is wr
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["ExportOutput", "export_output", "foreign_objects", "refusal_text"]
@@ -56,23 +57,12 @@ class ExportOutput:
                     self._walk(e.path, path, committed, temp)
                 else:
                     self.foreign.append(path + "/")
-            elif e.is_file(follow_symlinks=False) and self._is_ours(e, rel, committed):
+            elif e.is_file(follow_symlinks=False) and _is_ours(
+                e.name, not rel, committed, self.fmt, functools.partial(_records_parquet, e.path)
+            ):
                 self.ours.append(path)
             else:
                 self.foreign.append(path)
-
-    def _is_ours(self, e: os.DirEntry[str], rel: str, committed: bool) -> bool:
-        name = e.name
-        if name == SUCCESS and not rel:
-            return True
-        if name.startswith(".") and name.endswith(".crc"):  # Spark's checksum of a file beside it
-            inner = name[1:-4]
-            return inner == SUCCESS or bool(_PART.match(inner))
-        if not _PART.match(name):
-            return False
-        if name.endswith(".parquet"):
-            return _records_parquet(e.path)
-        return committed and self.fmt != "parquet"
 
     def folders(self) -> Iterator[str]:
         """The hive-style folders under the root, deepest first."""
@@ -97,6 +87,22 @@ class ExportOutput:
     def refusal(self) -> str | None:
         """The refusal of ``--mode overwrite`` when anything foreign is there (None: nothing is)."""
         return refusal_text(self.root, self.foreign)
+
+
+def _is_ours(name: str, at_root: bool, committed: bool, fmt: str, records: Callable[[], bool]) -> bool:
+    """Whether the file ``name`` (in the output's root: ``at_root``) is an export's: ``_SUCCESS`` at the
+    root, Spark's checksum ``.<name>.crc`` of it or of a part file beside it, a ``part-*.parquet`` whose
+    footer holds the records columns (``records()``), another format's ``part-*`` in a committed output."""
+    if name == SUCCESS and at_root:
+        return True
+    if name.startswith(".") and name.endswith(".crc"):
+        inner = name[1:-4]
+        return inner == SUCCESS or bool(_PART.match(inner))
+    if not _PART.match(name):
+        return False
+    if name.endswith(".parquet"):
+        return records()
+    return committed and fmt != "parquet"
 
 
 def _records_parquet(path: str, filesystem: Any = None) -> bool:
@@ -132,30 +138,11 @@ def foreign_objects(uri: str, fmt: str = "parquet") -> list[str] | None:
     foreign: list[str] = []
     for rel, full in sorted(files.items()):
         *folders, name = rel.split("/")
-        if folders and folders[0] == TEMPORARY:
-            ok_dirs = True
-        else:
-            ok_dirs = all(_HIVE_DIR.match(f) for f in folders)
-        if not ok_dirs:
-            foreign.append(rel)
-        elif (name == SUCCESS and not folders) or _is_crc_of_ours(name):
-            continue
-        elif not _PART.match(name):
-            foreign.append(rel)
-        elif name.endswith(".parquet"):
-            if not _records_parquet(full, filesystem):
-                foreign.append(rel)
-        elif not (committed and fmt != "parquet"):
+        ok_dirs = folders[:1] == [TEMPORARY] or all(_HIVE_DIR.match(f) for f in folders)
+        records = functools.partial(_records_parquet, full, filesystem)
+        if not ok_dirs or not _is_ours(name, not folders, committed, fmt, records):
             foreign.append(rel)
     return foreign
-
-
-def _is_crc_of_ours(name: str) -> bool:
-    """Spark's checksum ``.<name>.crc`` of _SUCCESS or a part file."""
-    if not (name.startswith(".") and name.endswith(".crc")):
-        return False
-    inner = name[1:-4]
-    return inner == SUCCESS or bool(_PART.match(inner))
 
 
 def refusal_text(root: str, foreign: list[str]) -> str | None:

@@ -16,13 +16,14 @@ __all__ = ["write_removed_records"]
 
 def write_removed_records(removed: RemovedRecords) -> int:
     """Write the intact records of ``removed`` to ``removed.destination`` (atomically: a temporary file
-    renamed, fsynced); returns the rows written. Control records are kept (``is_control``)."""
+    renamed, fsynced: :func:`~logdoctor.logdir.atomic.atomic_write`); returns the rows written. Control
+    records are kept (``is_control``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from logdoctor.formats.records import iter_batches
     from logdoctor.logdir import files
-    from logdoctor.logdir.atomic import fsync_dir
+    from logdoctor.logdir.atomic import atomic_write
     from logdoctor.logdir.names import parse_segment_file
     from logdoctor.logdir.refs import SegmentRef
     from logdoctor.logdir.slices import ReadOptions
@@ -44,15 +45,8 @@ def write_removed_records(removed: RemovedRecords) -> int:
             if rb is not None:
                 parts.append(rb)
     table = pa.Table.from_batches(parts, schema=records_arrow_schema(False))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
     os.makedirs(os.path.dirname(removed.destination), exist_ok=True)
-    tmp = f"{removed.destination}.tmp-{os.getpid()}"
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, removed.destination)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    fsync_dir(os.path.dirname(removed.destination))
+    atomic_write(removed.destination, sink.getvalue().to_pybytes())
     return table.num_rows

@@ -159,10 +159,8 @@ def object_frame(spark: Any, *, remote_storage: str | None, remote_inventory: st
         keys = [(k,) for k, _s, _m in manifest.files]
         files = spark.createDataFrame(sc.parallelize(keys, max(1, len(keys))), "file string")
         return files.mapInArrow(lambda it: _inventory_batches(manifest, it), OBJECT_DDL)
-    else:
-        assert remote_storage is not None
-        rdd = sc.parallelize([remote_storage], 1).flatMap(_listing)
-    return spark.createDataFrame(rdd, OBJECT_DDL)
+    assert remote_storage is not None
+    return spark.createDataFrame(sc.parallelize([remote_storage], 1).flatMap(_listing), OBJECT_DDL)
 
 
 def _replay_part(item: tuple[int, str, int]) -> Iterator[tuple[Any, ...]]:
@@ -217,7 +215,9 @@ def segment_frame(spark: Any, folders: dict[int, str], num_partitions: int) -> A
 
 def _row(f: Any) -> tuple[Any, ...]:
     """An audit finding as a census findings row: no command (its fix's words say what to do)."""
-    return (None, None, f.code, f.severity.label, f.path, f.position, f.offset, f.message, f.fix, "", [])
+    from logdoctor.spark.census_input_checks import finding_values
+
+    return (*finding_values(None, None, f, f.position, f.offset), "", [])
 
 
 def _leaked(r: dict[str, Any], source: str) -> tuple[Any, ...]:

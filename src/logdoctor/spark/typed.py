@@ -26,7 +26,7 @@ data: typed tables leave them out, as consumers never see them.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -825,12 +825,6 @@ class TypedBatches:
         else:
             columns = [v, kafka]
         return pa.RecordBatch.from_arrays(columns, schema=tp.schema())
-
-    def batches(
-        self, raw: Iterable[pa.RecordBatch]
-    ) -> Iterator[tuple[str | None, pa.RecordBatch | None, pa.RecordBatch | None]]:
-        for rb in raw:
-            yield self.split(rb)
 
 
 def _ids(row_ids: Any) -> list[int | None]:

@@ -20,12 +20,12 @@ from logdoctor.logdir.read_options import TYPED_PLAN_OPTION, ReadOptions
 from logdoctor.spark.typed import TypedBatches, TypedPlan, format_schema, undecoded_schema
 
 _CACHE: dict[str, TypedFrame] = {}
-#: the option a typed export hands its first pass's plan to each topic's frame with (base64 of its pickle;
-#: logdoctor's own: the export makes it)
-PLAN_OPTION = TYPED_PLAN_OPTION
 
 
 def encode_plan(plan: TypedPlan) -> str:
+    """The value of the option a typed export hands its first pass's plan to each topic's frame with
+    (:data:`~logdoctor.logdir.read_options.TYPED_PLAN_OPTION`: base64 of its pickle; logdoctor's own: the
+    export makes it)."""
     import base64
     import pickle
 
@@ -38,7 +38,7 @@ def decode_plan(text: str) -> TypedPlan:
 
     plan = pickle.loads(base64.b64decode(text))
     if not isinstance(plan, TypedPlan):
-        raise TypeError(f"option {PLAN_OPTION}: not a typed plan")
+        raise TypeError(f"option {TYPED_PLAN_OPTION}: not a typed plan")
     return plan
 
 

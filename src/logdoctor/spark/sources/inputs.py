@@ -7,27 +7,15 @@ small picklable dataclasses (:mod:`logdoctor.logdir.refs`, the slices of :mod:`l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyspark.sql.datasource import InputPartition
-
-if TYPE_CHECKING:
-    from logdoctor.logdir.refs import SegmentRef
-    from logdoctor.logdir.slices import SegmentSlice
 
 
 class SlicePartition(InputPartition):
-    """An InputPartition carrying planned SegmentSlices, read in order (picklable)."""
-
-    def __init__(self, value: tuple[SegmentSlice, ...]) -> None:
-        super().__init__(value)
+    """An InputPartition carrying planned SegmentSlices (``value``: a tuple), read in order (picklable)."""
 
 
 class SegmentPartition(InputPartition):
-    """An InputPartition carrying a group of SegmentRefs for the segments source."""
-
-    def __init__(self, value: tuple[SegmentRef, ...]) -> None:
-        super().__init__(value)
+    """An InputPartition carrying a group of SegmentRefs (``value``: a tuple) for the segments source."""
 
 
 def _paths(options: dict[str, str]) -> str:

@@ -77,11 +77,12 @@ def segment_findings(
     """Findings of one segment: the scan's findings about its files, plus LOG_CORRUPT from the read itself
     when the scan did not report it (or could not run): the framing error, and the batches left out alone
     for their CRC (``crc_mismatches``), as the scan reports a CRC mismatch."""
-    out: list[dict[str, str]] = []
     prefix = os.path.join(os.path.dirname(seg.path), f"{seg.base_offset:020d}.")
-    for f in scan_findings or ():
-        if f.path.startswith(prefix):
-            out.append({"code": f.code, "severity": f.severity.label, "message": f.message})
+    out = [
+        {"code": f.code, "severity": f.severity.label, "message": f.message}
+        for f in scan_findings or ()
+        if f.path.startswith(prefix)
+    ]
     if (error is not None or crc_mismatches) and not any(f["code"] == "LOG_CORRUPT" for f in out):
         parts = [c.describe() for c in crc_mismatches]
         if error is not None:

@@ -109,6 +109,7 @@ def read_slice(
     batches = skip_crc_mismatches(walk, crc_skipped) if opts.verify_crc else walk
     walked_end, walked_last = sl.read_from, None
     whole = True  # read to the segment's end (a gap after it is then the store's)
+    errors: list[str] = []  # a remote segment's read that failed (``problems``)
     # each offset once (a batch going back is named, not read twice), the range, the isolation level
     admission = BatchAdmission(seg, start, end, sl.txn, opts.include_control, crc_skipped)
     verdict = admission.verdict
@@ -136,15 +137,8 @@ def read_slice(
                 pending, rows = [], 0
     except FormatError as exc:
         # rows stop at the last valid batch; kafka-log-segments reports the damage
-        if problems is not None and seg.remote is not None:
-            problems.append(
-                {
-                    "path": seg.path,
-                    "valid_bytes": walked_end,
-                    "size_bytes": seg.size,
-                    "error": remote_error_text(seg, exc, walked_last),
-                }
-            )
+        if seg.remote is not None:
+            errors.append(remote_error_text(seg, exc, walked_last))
         whole = False
     except OSError:
         if seg.ranged:
@@ -165,13 +159,11 @@ def read_slice(
     if crc_skipped and (walked_last is None or crc_skipped[-1].last_offset > walked_last):
         walked_last = crc_skipped[-1].last_offset  # named as skipped, not a gap in the store
     if problems is not None:
+        gap = remote_gap_text(seg, walked_last, end) if whole else None
         problems.extend(
             {"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": text}
-            for text in order.problems
+            for text in [*errors, *order.problems, *([gap] if gap is not None else [])]
         )
-    gap = remote_gap_text(seg, walked_last, end) if whole and problems is not None else None
-    if gap is not None:
-        problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
     if pending:
         for good, cols in _decode(pending, seg.path, undecodable):
             out = _build_arrow(seg, good, cols, opts, start, end, sl.txn, sl.features)

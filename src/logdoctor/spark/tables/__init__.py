@@ -10,6 +10,8 @@ into the table's storage, the driver commits every file in one transaction of th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from logdoctor.spark.export import ExportError
 
 TABLE_FORMATS = ("iceberg", "delta")
@@ -34,6 +36,24 @@ class CommitUnknownError(TableError):
 #: the property (Delta: commitInfo; Iceberg: snapshot summary and table property) naming one commit, by which
 #: a commit call that failed is looked for in the table (:meth:`~.delta.DeltaLakeTable.commit`)
 COMMIT_PROPERTY = "logdoctor.commit"
+
+
+def after_failed_commit(
+    where: str, what: str, exc: BaseException, landed: Callable[[], bool], read: str, one_line: Callable
+) -> None:
+    """A commit call of the table ``where`` raised ``exc``; ``landed()`` reads the table (``read``: what it
+    reads) for the commit's :data:`COMMIT_PROPERTY`. Landed: return (the commit is the table's, with every
+    file it references); not there: :class:`TableError`, the table unchanged; ``read`` cannot be read:
+    :class:`CommitUnknownError` (the export keeps its files)."""
+    try:
+        held = landed()
+    except Exception as read_exc:
+        raise CommitUnknownError(
+            f"{where}: {what} failed: {one_line(exc)}; whether it landed is unknown ({read} cannot be read: "
+            f"{one_line(read_exc)}); this export's files are kept"
+        ) from None
+    if not held:
+        raise TableError(f"{where}: {what} failed: {one_line(exc)}; the table is unchanged") from None
 
 
 class TableSchemaError(ExportError):

@@ -38,9 +38,8 @@ def key_filter(keys: pa.Table) -> Any:
     names = keys.column_names
     if len(names) == 1:
         return In(names[0], set(keys.column(0).to_pylist()))
-    terms = []
-    for values in zip(*(keys.column(n).to_pylist() for n in names), strict=True):
-        terms.append(functools.reduce(And, (EqualTo(n, v) for n, v in zip(names, values, strict=True))))
+    rows = zip(*(keys.column(n).to_pylist() for n in names), strict=True)
+    terms = (functools.reduce(And, (EqualTo(n, v) for n, v in zip(names, r, strict=True))) for r in rows)
     return functools.reduce(Or, terms)
 
 

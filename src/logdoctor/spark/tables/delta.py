@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from logdoctor.spark.tables import COMMIT_PROPERTY, CommitUnknownError, TableError
-from logdoctor.spark.tables.files import DAY_COLUMN, WrittenFile
+from logdoctor.spark.tables import COMMIT_PROPERTY, TableError, after_failed_commit
+from logdoctor.spark.tables.files import DAY_COLUMN, WrittenFile, last_offsets
 
 COMMIT_RETRIES = 10
 
@@ -196,10 +196,11 @@ class DeltaLakeTable:
             rows = self._table.to_pyarrow_dataset().to_table(columns=["topic", "partition", "offset"])
         except Exception as exc:
             raise TableError(f"delta table {self.location}: cannot be read: {_one_line(exc)}") from None
-        if rows.num_rows == 0:
-            return {}
-        grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "max")])
-        return {(r["topic"], int(r["partition"])): int(r["offset_max"]) for r in grouped.to_pylist()}
+        return last_offsets(rows)
+
+    def rows(self, columns: Sequence[str] | None = None) -> Any:
+        """The rows the table holds now (``columns`` of them), as Arrow."""
+        return self._table.to_pyarrow_dataset().to_table(columns=None if columns is None else list(columns))
 
     def referenced_file_names(self) -> set[str]:
         """The file name of every data file the table's log references: each ``add`` and ``remove`` of
@@ -223,11 +224,9 @@ class DeltaLakeTable:
         for info in fs.get_file_info(pafs.FileSelector(f"{root}/_delta_log", allow_not_found=True)):
             name = info.base_name
             if re.fullmatch(r"\d{20}\.json", name):
-                with fs.open_input_stream(info.path) as stream:
-                    for line in stream.read().decode("utf-8").splitlines():
-                        action = json.loads(line) if line.strip() else {}
-                        for kind in ("add", "remove"):
-                            add((action.get(kind) or {}).get("path"))
+                for action in _actions(fs, info.path):
+                    for kind in ("add", "remove"):
+                        add((action.get(kind) or {}).get("path"))
             elif re.fullmatch(r"\d{20}\.checkpoint(\.\d{10}\.\d{10})?\.parquet", name):
                 with fs.open_input_file(info.path) as f:
                     parquet = pq.ParquetFile(f)
@@ -340,20 +339,9 @@ class DeltaLakeTable:
     def _after_failed_commit(self, marker: str, first: int | None, what: str, exc: BaseException) -> None:
         """A commit call raised ``exc``: the log entries from version ``first`` (0 for a new table) say
         whether the commit landed anyway (delta-rs writes the entry, then reads the table again: a failure
-        after the put is not a failed commit). Landed: return (the commit is the table's, with every file it
-        references); not there: :class:`TableError`, the table unchanged; the log cannot be read:
-        :class:`CommitUnknownError` (the export keeps its files)."""
-        try:
-            landed = self.landed(marker, first or 0)
-        except Exception as read_exc:
-            raise CommitUnknownError(
-                f"delta table {self.location}: {what} failed: {_one_line(exc)}; whether it landed is unknown "
-                f"(the log cannot be read: {_one_line(read_exc)}); this export's files are kept"
-            ) from None
-        if not landed:
-            raise TableError(
-                f"delta table {self.location}: {what} failed: {_one_line(exc)}; the table is unchanged"
-            ) from None
+        after the put is not a failed commit): :func:`~logdoctor.spark.tables.after_failed_commit`."""
+        where = f"delta table {self.location}"
+        after_failed_commit(where, what, exc, lambda: self.landed(marker, first or 0), "the log", _one_line)
 
     def landed(self, marker: str, first: int = 0) -> bool:
         """Whether a log entry from version ``first`` on is the commit whose commitInfo holds ``marker``
@@ -367,21 +355,17 @@ class DeltaLakeTable:
         versions = sorted(
             int(i.base_name[:20]) for i in entries if re.fullmatch(r"\d{20}\.json", i.base_name)
         )
-        for version in (v for v in versions if v >= first):
-            with fs.open_input_stream(f"{root}/_delta_log/{version:020d}.json") as stream:
-                for line in stream.read().decode("utf-8").splitlines():
-                    action = json.loads(line) if line.strip() else {}
-                    info = action.get("commitInfo")
-                    if isinstance(info, dict) and info.get(COMMIT_PROPERTY) == marker:
-                        return True
-        return False
+        return any(
+            _commit_info(action).get(COMMIT_PROPERTY) == marker
+            for version in versions
+            if version >= first
+            for action in _actions(fs, f"{root}/_delta_log/{version:020d}.json")
+        )
 
     def properties(self) -> dict[str, str]:
         """logdoctor's properties: the string values of the current version's commitInfo (empty when the table
         does not exist). Read from that version's log file itself: delta-rs's history() lists the log with
         a start-after query some S3 servers do not answer."""
-        import json
-
         from logdoctor.spark.tables.files import filesystem
 
         if not self._loaded:
@@ -390,16 +374,11 @@ class DeltaLakeTable:
             return {}
         fs, root = filesystem(self.location)
         try:
-            with fs.open_input_stream(f"{root}/_delta_log/{self._table.version():020d}.json") as f:
-                lines = f.read().decode("utf-8").splitlines()
+            actions = _actions(fs, f"{root}/_delta_log/{self._table.version():020d}.json")
         except OSError as exc:
             raise TableError(f"delta table {self.location}: cannot be read: {_one_line(exc)}") from None
-        for line in lines:
-            action = json.loads(line) if line.strip() else {}
-            info = action.get("commitInfo")
-            if isinstance(info, dict):
-                return {k: v for k, v in info.items() if isinstance(v, str)}
-        return {}
+        info = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
+        return {k: v for k, v in info.items() if isinstance(v, str)}
 
     def upsert(self, files: Sequence[WrittenFile], export_schema: Any, properties: Mapping[str, str]) -> None:
         """The latest view's append (issue 46): delta-rs's MERGE of the new latest rows (``files``: the task
@@ -500,6 +479,17 @@ class DeltaLakeTable:
         refuse_overlap(where, first_offsets(files), self.offsets())
         if attempt == COMMIT_RETRIES:
             raise TableError(f"{where}: lost {attempt + 1} commit races to other writers; {left}")
+
+
+def _actions(fs: Any, path: str) -> list[dict[str, Any]]:
+    """The actions of one ``_delta_log`` JSON entry (a line each)."""
+    with fs.open_input_stream(path) as stream:
+        return [json.loads(line) for line in stream.read().decode("utf-8").splitlines() if line.strip()]
+
+
+def _commit_info(action: Mapping[str, Any]) -> Mapping[str, Any]:
+    info = action.get("commitInfo")
+    return info if isinstance(info, dict) else {}
 
 
 def _type(t: Any) -> str:

@@ -27,19 +27,13 @@ from typing import Any
 
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.export import ExportResult, fail_if_first_attempt
-from logdoctor.spark.tables import (
-    PAUSE_ENV,
-    TABLE_FORMATS,
-    TableError,
-    TableExistsError,
-    TableSchemaError,
-)
+from logdoctor.spark.tables import PAUSE_ENV, TABLE_FORMATS, TableExistsError, TableSchemaError
 from logdoctor.spark.tables.concurrent import first_offsets
 from logdoctor.spark.tables.files import (
     FileLayout,
+    check_writable,
     keeping_files_unless_known,
     new_job_id,
-    probe_writable,
     write_task,
 )
 from logdoctor.spark.tables.orphans import MIN_AGE_S, Orphans, sweep
@@ -67,12 +61,13 @@ def open_table(
     by_day: bool = False,
     catalog: Mapping[str, str] | None = None,
     table_name: str | None = None,
+    partition_topic: bool = True,
 ) -> Any:
-    """The table object of ``fmt`` at ``out`` (not yet loaded)."""
+    """The table object of ``fmt`` at ``out`` (not yet loaded; ``partition_topic``: the records table's)."""
     if fmt == "iceberg":
         from logdoctor.spark.tables.iceberg import IcebergTable
 
-        return IcebergTable(out, table_name, catalog, by_day)
+        return IcebergTable(out, table_name, catalog, by_day, partition_topic)
     if fmt == "delta":
         from logdoctor.spark.tables.delta import DeltaLakeTable
 
@@ -80,7 +75,7 @@ def open_table(
             from logdoctor.spark.export import ExportError
 
             raise ExportError("--catalog is for --format iceberg (a Delta table is its folder or URI)")
-        return DeltaLakeTable(out, by_day)
+        return DeltaLakeTable(out, by_day, partition_topic)
     raise ValueError(f"not a table format: {fmt!r} (one of {', '.join(TABLE_FORMATS)})")
 
 
@@ -161,12 +156,16 @@ def commit_files(
         table.commit(files, schema, mode, properties, list(add_columns), pause=pause)
 
 
-def merged_offsets(before: Mapping[tuple[str, int], int], files: Sequence[Any]) -> dict[str, dict[str, int]]:
-    """{topic: {partition: last offset}} the table holds after the commit."""
+def merged_offsets(
+    before: Mapping[tuple[str, int], int], files: Sequence[Any], topic: str | None = None
+) -> dict[str, dict[str, int]]:
+    """{topic: {partition: last offset}} the table holds after the commit (``topic``: of the files' offsets,
+    that topic's only)."""
     last = dict(before)
     for f in files:
         for key, (_, hi) in f.offsets.items():
-            last[key] = max(last.get(key, -1), hi)
+            if topic is None or key[0] == topic:
+                last[key] = max(last.get(key, -1), hi)
     out: dict[str, dict[str, int]] = {}
     for (t, p), hi in sorted(last.items()):
         out.setdefault(t, {})[str(p)] = hi
@@ -246,13 +245,7 @@ def run_table_export(
         int16_as_int32=fmt == "iceberg",
     )
     if groups:
-        try:
-            probe_writable(layout.data_uri, layout.job)
-        except Exception as exc:
-            raise TableError(
-                f"{fmt} table {out}: {layout.data_uri} cannot be written: {' '.join(str(exc).split())[:300]} "
-                "(nothing was written; the table is unchanged)"
-            ) from None
+        check_writable(f"{fmt} table {out}: {layout.data_uri}", [layout.data_uri], layout.job)
     started = time.perf_counter()
 
     def run(t: tuple[int, Any], _: Any) -> dict[str, Any]:

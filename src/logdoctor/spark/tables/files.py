@@ -158,9 +158,15 @@ def _stats(rows: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
     return mins, maxs, nulls
 
 
-def _offsets(rows: Any) -> dict[tuple[str, int], tuple[int, int]]:
+def offset_ranges(rows: Any) -> dict[tuple[str, int], tuple[int, int]]:
+    """(first, last) offset per (topic, partition) of ``rows`` (columns topic, partition, offset)."""
     grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
     return {(r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()}
+
+
+def last_offsets(rows: Any) -> dict[tuple[str, int], int]:
+    """The last offset of ``rows`` per (topic, partition): what a table of them holds."""
+    return {key: hi for key, (_, hi) in offset_ranges(rows).items()}
 
 
 def write_table_files(
@@ -175,7 +181,7 @@ def write_table_files(
     written: list[WrittenFile] = []
     for values, rows in _groups(prepare(table, layout), layout):
         rows = rows.sort_by([("partition", "ascending"), ("offset", "ascending")])
-        stats, offsets = _stats(rows), _offsets(rows)
+        stats, offsets = _stats(rows), offset_ranges(rows)
         if not layout.partition_columns_in_file:
             rows = rows.drop_columns([k for k in values if k in rows.column_names])
         written.append(write_file(rows, layout, task, attempt, offsets, values, stats, fs, root))
@@ -302,11 +308,11 @@ def job_files(layout: FileLayout) -> list[str]:
     import pyarrow.fs as pafs
 
     fs, root = filesystem(layout.data_uri)
-    found = []
-    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
-        if info.type == pafs.FileType.File and info.base_name.startswith(f"{layout.job}-"):
-            found.append(join_uri(layout.data_uri, info.path[len(root) :]))
-    return found
+    return [
+        join_uri(layout.data_uri, info.path[len(root) :])
+        for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+        if info.type == pafs.FileType.File and info.base_name.startswith(f"{layout.job}-")
+    ]
 
 
 def remove_uncommitted(layout: FileLayout, committed: Iterable[str]) -> list[str]:
@@ -359,6 +365,21 @@ def probe_writable(data_uri: str, job: str) -> None:
     with fs.open_output_stream(probe) as sink:
         sink.write(b"logdoctor")
     fs.delete_file(probe)
+
+
+def check_writable(what: str, data_uris: Sequence[str], job: str, unchanged: str = "the table is") -> None:
+    """:func:`probe_writable` of each of ``data_uris``: one that cannot be written raises :class:`TableError`
+    naming ``what`` (nothing was written; ``unchanged`` unchanged)."""
+    from logdoctor.spark.tables import TableError
+
+    try:
+        for uri in data_uris:
+            probe_writable(uri, job)
+    except Exception as exc:
+        raise TableError(
+            f"{what} cannot be written: {' '.join(str(exc).split())[:300]} (nothing was written; {unchanged} "
+            "unchanged)"
+        ) from None
 
 
 def new_job_id() -> str:

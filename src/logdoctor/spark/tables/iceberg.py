@@ -24,11 +24,12 @@ from typing import Any
 
 from logdoctor.spark.tables import (
     COMMIT_PROPERTY,
-    CommitUnknownError,
     TableError,
     TableExistsError,
     TableSchemaError,
+    after_failed_commit,
 )
+from logdoctor.spark.tables.files import last_offsets
 
 DEFAULT_IDENTIFIER = "logdoctor.records"
 COMMIT_RETRIES = 4
@@ -201,7 +202,11 @@ class IcebergTable:
             rows = self._table.scan(selected_fields=("topic", "partition", "offset")).to_arrow()
         except Exception as exc:
             raise TableError(f"iceberg table {self.identifier}: cannot be read: {_one_line(exc)}") from None
-        return _max_offsets(rows)
+        return last_offsets(rows)
+
+    def rows(self, columns: Sequence[str] = ("*",)) -> Any:
+        """The rows the table holds now (``columns`` of them), as Arrow."""
+        return self._table.scan(selected_fields=tuple(columns)).to_arrow()
 
     def referenced_file_names(self) -> set[str]:
         """The file name of every data file any snapshot of the table references (every snapshot's
@@ -280,20 +285,10 @@ class IcebergTable:
 
     def _after_failed_commit(self, marker: str, what: str, exc: BaseException) -> None:
         """A commit call raised ``exc``: the catalog's table says whether the swap happened anyway (a
-        catalog that committed and then failed to answer, a failure after the swap). Landed: return;
-        not there: :class:`TableError`, the table unchanged; the table cannot be read:
-        :class:`CommitUnknownError` (the export keeps its files)."""
-        try:
-            landed = self.landed(marker)
-        except Exception as read_exc:
-            raise CommitUnknownError(
-                f"iceberg table {self.identifier}: {what} failed: {_one_line(exc)}; whether it landed is "
-                f"unknown (the table cannot be read: {_one_line(read_exc)}); this export's files are kept"
-            ) from None
-        if not landed:
-            raise TableError(
-                f"iceberg table {self.identifier}: {what} failed: {_one_line(exc)}; the table is unchanged"
-            ) from None
+        catalog that committed and then failed to answer, a failure after the swap):
+        :func:`~logdoctor.spark.tables.after_failed_commit`."""
+        where = f"iceberg table {self.identifier}"
+        after_failed_commit(where, what, exc, lambda: self.landed(marker), "the table", _one_line)
 
     def landed(self, marker: str) -> bool:
         """Whether the catalog's table holds the commit marked ``marker`` (the table property
@@ -411,13 +406,6 @@ def _day_transform() -> Any:
     from pyiceberg.transforms import DayTransform
 
     return DayTransform()
-
-
-def _max_offsets(rows: Any) -> dict[tuple[str, int], int]:
-    if rows.num_rows == 0:
-        return {}
-    grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "max")])
-    return {(r["topic"], int(r["partition"])): int(r["offset_max"]) for r in grouped.to_pylist()}
 
 
 def _summary_of(snap: Any) -> dict[str, str]:

@@ -36,7 +36,7 @@ from logdoctor.spark.tables.export import (
     merged_offsets,
     table_properties,
 )
-from logdoctor.spark.tables.files import FileLayout, WrittenFile, write_file
+from logdoctor.spark.tables.files import FileLayout, WrittenFile, offset_ranges, write_file
 from logdoctor.spark.typed import format_schema
 
 
@@ -63,19 +63,15 @@ def table_identifier(base: str | None, topic: str) -> str:
 def open_typed_table(
     fmt: str, out: str, topic: str, catalog: Mapping[str, str] | None, table_name: str | None
 ) -> Any:
-    location = f"{out.rstrip('/')}/{topic}"
+    from logdoctor.spark.tables.export import open_table
+
     if fmt == "iceberg":
-        from logdoctor.spark.tables.iceberg import IcebergTable, catalog_properties
+        from logdoctor.spark.tables.iceberg import catalog_properties
 
-        props = catalog_properties(out, catalog)  # one catalog for the export's tables, beside OUT
-        return IcebergTable(location, table_identifier(table_name, topic), props, partition_topic=False)
-    from logdoctor.spark.tables.delta import DeltaLakeTable
-
-    if catalog:
-        from logdoctor.spark.export import ExportError
-
-        raise ExportError("--catalog is for --format iceberg (a Delta table is its folder or URI)")
-    return DeltaLakeTable(location, partition_topic=False)
+        catalog = catalog_properties(out, catalog)  # one catalog for the export's tables, beside OUT
+        table_name = table_identifier(table_name, topic)
+    location = f"{out.rstrip('/')}/{topic}"
+    return open_table(fmt, location, catalog=catalog, table_name=table_name, partition_topic=False)
 
 
 def open_typed_tables(
@@ -100,18 +96,6 @@ def open_typed_tables(
     return tables, existing
 
 
-def _kafka_offsets(rows: pa.Table, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
-    kafka = rows.column("kafka").combine_chunks()
-    t = pa.table({"partition": kafka.field("partition"), "offset": kafka.field("offset")})
-    g = t.group_by(["partition"]).aggregate([("offset", "min"), ("offset", "max")])
-    return {(topic, int(r["partition"])): (int(r["offset_min"]), int(r["offset_max"])) for r in g.to_pylist()}
-
-
-def _raw_offsets(rows: pa.Table) -> dict[tuple[str, int], tuple[int, int]]:
-    g = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
-    return {(r["topic"], int(r["partition"])): (r["offset_min"], r["offset_max"]) for r in g.to_pylist()}
-
-
 def write_typed_task(
     task: int,
     slices: Sequence[Any],
@@ -129,7 +113,6 @@ def write_typed_task(
     from logdoctor.spark.export import task_attempt
     from logdoctor.spark.latest import latest_json
     from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
-    from logdoctor.spark.tables.files import keep_above
     from logdoctor.spark.typed import UNDECODED, TypedBatches, counts_json
 
     if attempt is None:
@@ -143,7 +126,17 @@ def write_typed_task(
         nonlocal held
         for name, chunk in chunks.items():
             rows = to_format(pa.Table.from_batches(chunk), schemas[name])
-            offsets = _raw_offsets(rows) if name == UNDECODED else _kafka_offsets(rows, name)
+            if name == UNDECODED:
+                offsets = offset_ranges(rows)
+            else:  # a topic's table: its rows' Kafka columns in the struct ``kafka``
+                kafka = rows.column("kafka").combine_chunks()
+                topic = pa.array([name] * rows.num_rows, pa.string())
+                offsets = offset_ranges(
+                    pa.table(
+                        [topic, kafka.field("partition"), kafka.field("offset")],
+                        names=["topic", "partition", "offset"],
+                    )
+                )
             files.setdefault(name, []).append(write_file(rows, layouts[name], task, attempt, offsets))
         chunks.clear()
         held = 0
@@ -154,13 +147,14 @@ def write_typed_task(
     try:
         for raw in read_slices(slices, opts, undecodable=undecodable, problems=problems, latest=latest):
             if above:
-                kept = keep_above(pa.Table.from_batches([raw]), above)
-                if kept.num_rows == 0:
+                raw = _rows_above(raw, above)
+                if raw.num_rows == 0:
                     continue
-                raw = kept.combine_chunks().to_batches()[0]
             topic, good, bad = splitter.split(raw)
             if side_above and bad is not None and bad.num_rows:
-                bad = _side_above(bad, side_above)
+                # the undecodable rows _undecoded does not hold yet (a run killed after it committed and
+                # before a topic's table did reads those records again: their rows are in _undecoded once)
+                bad = _rows_above(bad, side_above)
             for name, rb in ((topic, good), (UNDECODED, bad)):
                 if rb is not None and rb.num_rows:
                     chunks.setdefault(name, []).append(rb)  # type: ignore[arg-type]
@@ -186,9 +180,8 @@ def write_typed_task(
     }
 
 
-def _side_above(rows: pa.RecordBatch, held: Mapping[tuple[str, int], int]) -> pa.RecordBatch:
-    """The undecodable rows ``_undecoded`` does not hold yet (a run killed after it committed and before a
-    topic's table did reads those records again: their rows are in ``_undecoded`` once)."""
+def _rows_above(rows: pa.RecordBatch, held: Mapping[tuple[str, int], int]) -> pa.RecordBatch:
+    """The rows of ``rows`` above what a table holds (``held``, :func:`~.files.keep_above`), as a batch."""
     from logdoctor.spark.tables.files import keep_above
 
     kept = keep_above(pa.Table.from_batches([rows]), held)
@@ -204,19 +197,6 @@ def commit_order(topics: Sequence[str]) -> list[str]:
     from logdoctor.spark.typed import UNDECODED
 
     return [UNDECODED, *(t for t in topics if t != UNDECODED)]
-
-
-def covered_offsets(
-    held: Mapping[tuple[str, int], int], topic: str, files: Sequence[WrittenFile], side: Sequence[WrittenFile]
-) -> dict[str, dict[str, int]]:
-    """A topic table's recorded offsets after its commit: per partition the last offset of the topic's
-    records this export put in the table or in ``_undecoded`` (committed before it, :func:`commit_order`)."""
-    last = dict(held)
-    for f in [*files, *side]:
-        for key, (_, hi) in f.offsets.items():
-            if key[0] == topic:
-                last[key] = max(last.get(key, -1), hi)
-    return merged_offsets(last, [])
 
 
 def run_typed_table_export(
@@ -236,9 +216,8 @@ def run_typed_table_export(
     (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
     Ctrl-C what each holds."""
     from logdoctor.spark.export import ExportError, ExportJob
-    from logdoctor.spark.tables import TableError
     from logdoctor.spark.tables.export import _pause  # at the call: the tests' seam may replace it
-    from logdoctor.spark.tables.files import keeping_files_unless_known, new_job_id, probe_writable
+    from logdoctor.spark.tables.files import check_writable, keeping_files_unless_known, new_job_id
     from logdoctor.spark.typed import UNDECODED, undecoded_schema
     from logdoctor.spark.typed_job import load_typed_registry, summary_of, survey_job
 
@@ -279,14 +258,9 @@ def run_typed_table_export(
     schemas[UNDECODED] = format_schema(undecoded_schema(), fmt)
     layouts = {n: FileLayout(data_uri=t.data_uri, job=job_id) for n, t in tables.items()}
     if groups:
-        try:
-            for layout in layouts.values():
-                probe_writable(layout.data_uri, job_id)
-        except Exception as exc:
-            raise TableError(
-                f"{fmt} tables under {out} cannot be written: {' '.join(str(exc).split())[:300]} "
-                "(nothing was written; the tables are unchanged)"
-            ) from None
+        check_writable(
+            f"{fmt} tables under {out}", [y.data_uri for y in layouts.values()], job_id, "the tables are"
+        )
 
     def run(t: tuple[int, Any], plan: Any) -> dict[str, Any]:
         return write_typed_task(t[0], t[1], opts, plan, layouts, schemas, above, side_above=side_above)
@@ -303,13 +277,15 @@ def run_typed_table_export(
             files = files_of(name)
             if not files and (name in existing or name == UNDECODED):
                 continue  # nothing new: no commit, the table is unchanged (no empty side table is made)
+            # a topic table's recorded offsets: per partition the last offset of the topic's records this
+            # export put in the table or in _undecoded (committed before it, commit_order)
             if name == UNDECODED:
                 offsets = merged_offsets(held_by.get(name, {}), files)
             else:
-                offsets = covered_offsets(held_by.get(name, {}), name, files, files_of(UNDECODED))
+                offsets = merged_offsets(held_by.get(name, {}), [*files, *files_of(UNDECODED)], name)
             table, schema = tables[name], schemas[name]
             grown = fmt == "delta" and name in existing  # Delta: the columns the table gains (Iceberg's own)
-            add = [f.name for f in schema if grown and f.name not in _columns(table)]
+            add = [f.name for f in schema if grown and f.name not in table_columns(table)]
             properties = table_properties(items, offsets, f"typed-{opts.view}")
             pause = functools.partial(_pause, table=name)
             commit_files(table, fmt, files, schema, mode, properties, add, pause=pause)
@@ -328,6 +304,7 @@ def run_typed_table_export(
     )
 
 
-def _columns(table: Any) -> set[str]:
+def table_columns(table: Any) -> set[str]:
+    """The columns of ``table`` (loaded again; none when it does not exist)."""
     t = table.load()
     return {f.name for f in t.schema().fields} if t is not None else set()
