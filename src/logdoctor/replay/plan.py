@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.formats.record_types import Compression
+from logdoctor.logdir.names import topic_name_problem
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.logdir.transactions import READ_COMMITTED, count_left_out
 from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS, SAME, partition_for
@@ -61,7 +62,6 @@ from logdoctor.replay.target import (
     Progress,
     Target,
     describe_source,
-    legal_topic,
     rehash_group,
     rehash_transactional_id,
     replay_group,
@@ -641,7 +641,7 @@ def plan_replay(
             continue
         new = mapping(ref.topic)
         tp = TopicPlan(ref.topic, new, new in existing, existing.get(new))
-        bad = legal_topic(new)
+        bad = topic_name_problem(new)
         if bad is not None:
             tp.conflicts.append(Conflict("BAD_TARGET_NAME", f"{ref.topic} -> {new!r}: {bad}"))
         other = targets_of.get(new)
