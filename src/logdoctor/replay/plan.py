@@ -56,6 +56,7 @@ from typing import Any
 from logdoctor.formats.record_types import Compression
 from logdoctor.logdir.names import topic_name_problem
 from logdoctor.logdir.read_options import ReadOptions
+from logdoctor.logdir.refs import PartitionRef
 from logdoctor.logdir.transactions import READ_COMMITTED, count_left_out
 from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS, SAME, partition_for
 from logdoctor.replay.target import (
@@ -567,6 +568,12 @@ def check_partition(pp: PartitionPlan, configs: Mapping[str, str], now_ms: int |
         )
 
 
+def live_refs(refs: Iterable[PartitionRef]) -> dict[tuple[str, str, int], PartitionRef]:
+    """The partitions a replay reads (not :data:`_NOT_LIVE`) by log dir, topic and partition: of several
+    copies (``SEVERAL_REPLICAS`` accepted), the plan's is the one of its log dir."""
+    return {(r.log_dir, r.topic, r.partition): r for r in refs if r.kind not in _NOT_LIVE}
+
+
 def _int(text: str | None) -> int | None:
     try:
         return None if text is None else int(text)
@@ -610,7 +617,7 @@ def plan_replay(
     read = plan_read(paths, opts)
     target = Target(bootstrap, admin_config, timeout)
     cluster_id = target.cluster_id
-    refs, several = single_replicas([r for r in read.refs if r.kind not in _NOT_LIVE])
+    refs, several = single_replicas(list(live_refs(read.refs).values()))
     plan = ReplayPlan(
         tuple(read.items), opts, bootstrap, cluster_id, [], [], dict(admin_config or {}),
         [p.message for p in read.not_read], list(read.left_out), partitioner=partitioner,
