@@ -38,6 +38,7 @@ from typing import Any
 
 from logdoctor.logdir.coordinator import CoordinatorDecisions, coordinator_decisions
 from logdoctor.logdir.names import INTERNAL_TOPICS_UNPREFIXED  # Schema Registry's _dek_registry_keys
+from logdoctor.logdir.offsets import uncovered
 from logdoctor.logdir.read_options import INTERNAL_TOPIC_PREFIX, ReadOptions, names_internal, topic_matcher
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.remote_attach import ListingProblem
@@ -184,33 +185,19 @@ def _uncovered(ref: PartitionRef, named: Sequence[ListingProblem]) -> list[Listi
         held.append((s.base_offset, last + 1))
     for p in named:
         held.append((p.first_offset, (p.last_offset if p.last_offset is not None else end - 1) + 1))
-    gaps: list[tuple[int, int]] = []
-    at = start
-    for a, b in sorted(held):
-        if a > at:
-            gaps.append((at, min(a, end)))
-        at = max(at, b)
-        if at >= end:
-            break
-    if at < end:
-        gaps.append((at, end))
-    out = []
-    for a, b in gaps:
-        if a >= b:
-            continue
-        out.append(
-            ListingProblem(
-                ref.topic,
-                ref.partition,
-                remote[0].path if a < remote[0].base_offset else ref.path,
-                a,
-                b - 1,
-                f"{ref.topic}-{ref.partition}: offsets {a}-{b - 1} not read: the log start offset is "
-                f"{start} (log-start-offset-checkpoint of {ref.log_dir}) and no object of the remote "
-                f"store holds them (the first local offset is {end})",
-            )
+    return [
+        ListingProblem(
+            ref.topic,
+            ref.partition,
+            remote[0].path if a < remote[0].base_offset else ref.path,
+            a,
+            b - 1,
+            f"{ref.topic}-{ref.partition}: offsets {a}-{b - 1} not read: the log start offset is "
+            f"{start} (log-start-offset-checkpoint of {ref.log_dir}) and no object of the remote "
+            f"store holds them (the first local offset is {end})",
         )
-    return out
+        for a, b in uncovered(start, end, held)
+    ]
 
 
 def _readable_only(refs: list[PartitionRef]) -> tuple[list[PartitionRef], list[ListingProblem]]:

@@ -45,6 +45,7 @@ from typing import Any
 from logdoctor.errors import FormatError
 from logdoctor.formats.murmur2 import partition_of
 from logdoctor.logdir.names import DirKind, parse_segment_file
+from logdoctor.logdir.offsets import uncovered
 
 __all__ = [
     "DEFAULT_METADATA_PARTITIONS",
@@ -271,21 +272,7 @@ class RemotePartition:
 
     def uncovered(self, start: int, end: int) -> list[tuple[int, int]]:
         """The ranges ``[a, b)`` of ``[start, end)`` that no copied segment holds."""
-        gaps: list[tuple[int, int]] = []
-        at = start
-        for s in self.copied:
-            if s.end_offset < at:
-                continue
-            if s.start_offset >= end:
-                break
-            if s.start_offset > at:
-                gaps.append((at, min(s.start_offset, end)))
-            at = max(at, s.end_offset + 1)
-            if at >= end:
-                break
-        if at < end:
-            gaps.append((at, end))
-        return gaps
+        return uncovered(start, end, ((s.start_offset, s.end_offset + 1) for s in self.copied))
 
 
 @dataclass(frozen=True, slots=True)
