@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from logdoctor.formats.record_types import Compression
@@ -100,7 +100,7 @@ class Conflict:
     message: str
 
     def to_json(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
+        return asdict(self)
 
 
 class TopicMap:
