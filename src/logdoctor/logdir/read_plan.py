@@ -129,17 +129,16 @@ def one_remote_copy(refs: Sequence[PartitionRef]) -> tuple[PartitionRef, ...]:
     return tuple(out)
 
 
-def _named_directly(ref: PartitionRef, items: Sequence[str]) -> bool:
-    """The partition folder, or one of its segment files, is itself an input."""
-    path = os.path.normpath(ref.path) if ref.storage.is_local else ref.path.rstrip("/")
-    for item in items:
-        given = os.path.normpath(item) if ref.storage.is_local and "://" not in item else item.rstrip("/")
-        if ref.storage.is_local:
-            given = os.path.abspath(given)
-            path = os.path.abspath(path)
-        if given == path or os.path.dirname(given) == path:
-            return True
-    return False
+def normalized(path: str, local: bool) -> str:
+    """``path`` as one partition folder is always named (absolute, or a URI without a trailing slash)."""
+    return os.path.abspath(os.path.normpath(path)) if local and "://" not in path else path.rstrip("/")
+
+
+def named_directly(ref: PartitionRef, item: str) -> bool:
+    """The partition folder, or one of its segment files, is the input ``item`` itself."""
+    local = ref.storage.is_local
+    given, path = normalized(item, local), normalized(ref.path, local)
+    return given == path or os.path.dirname(given) == path
 
 
 def _metadata(refs: Sequence[PartitionRef]):
@@ -271,7 +270,8 @@ def plan_read(
     for ref in found:
         if not match(ref.topic):
             continue
-        if is_internal_topic(ref.topic) and not internal_ok and not _named_directly(ref, items):
+        left = is_internal_topic(ref.topic) and not internal_ok
+        if left and not any(named_directly(ref, item) for item in items):
             left_out.add(ref.topic)
             continue
         refs.append(ref)
