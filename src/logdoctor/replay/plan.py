@@ -547,25 +547,17 @@ def check_partition(pp: PartitionPlan, configs: Mapping[str, str], now_ms: int |
                 f"retention.ms={retention}: the target deletes them once their segment rolls",
             )
         )
-    before = _int(configs.get("message.timestamp.before.max.ms"))
-    after = _int(configs.get("message.timestamp.after.max.ms"))
-    oldest, newest = pp.min_timestamp, pp.max_timestamp
-    if before is not None and before < _LONG_MAX and oldest is not None and oldest < now_ms - before:
-        pp.conflicts.append(
-            Conflict(
-                "TIMESTAMP_REJECTED",
-                f"{pp.name}: records as old as {pp.min_timestamp} are older than {pp.target_topic}'s "
-                f"message.timestamp.before.max.ms={before} allows: the broker refuses them",
+    for when, ts, sign in (("before", pp.min_timestamp, -1), ("after", pp.max_timestamp, 1)):
+        limit = _int(configs.get(f"message.timestamp.{when}.max.ms"))
+        if limit is not None and limit < _LONG_MAX and ts is not None and (ts - now_ms) * sign > limit:
+            age, than = ("old", "older") if sign < 0 else ("new", "newer")
+            pp.conflicts.append(
+                Conflict(
+                    "TIMESTAMP_REJECTED",
+                    f"{pp.name}: records as {age} as {ts} are {than} than {pp.target_topic}'s "
+                    f"message.timestamp.{when}.max.ms={limit} allows: the broker refuses them",
+                )
             )
-        )
-    if after is not None and after < _LONG_MAX and newest is not None and newest > now_ms + after:
-        pp.conflicts.append(
-            Conflict(
-                "TIMESTAMP_REJECTED",
-                f"{pp.name}: records as new as {pp.max_timestamp} are newer than {pp.target_topic}'s "
-                f"message.timestamp.after.max.ms={after} allows: the broker refuses them",
-            )
-        )
 
 
 def live_refs(refs: Iterable[PartitionRef]) -> dict[tuple[str, str, int], PartitionRef]:
