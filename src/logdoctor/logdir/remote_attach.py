@@ -271,17 +271,7 @@ def attach_remote(
             end = nxt - 1 if nxt is not None else None
             if last is not None:
                 end = last if end is None else min(end, last)
-            stem = log[: -len(".log")]
-            seg = RemoteSegment(
-                layout,
-                seg_id,
-                opts.storage,
-                manifest=stem + ".rsm-manifest" if layout == "aiven" else None,
-                indexes=stem + ".indexes" if layout == "aiven" else None,
-                private_key=opts.private_key,
-                local_from=local_from,
-                end_offset=end,
-            )
+            seg = RemoteSegment.listed(layout, seg_id, log, opts, local_from=local_from, end_offset=end)
             remote.append(
                 SegmentRef(ref.log_dir, ref.topic, ref.partition, start, log, size, nxt, storage, seg)
             )
