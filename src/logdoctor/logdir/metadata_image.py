@@ -514,15 +514,12 @@ class _Replayer:
             self.pending = []
             self.image.open_transaction = True
             return
-        if kind == "EndTransactionRecord":
-            for rec, off, at in self.pending or []:
-                self.image._apply(rec, off, at)
-            self.pending = None
+        if kind in ("EndTransactionRecord", "AbortTransactionRecord"):
+            pending, self.pending = self.pending or [], None
             self.image.open_transaction = False
-            return
-        if kind == "AbortTransactionRecord":
-            self.pending = None
-            self.image.open_transaction = False
+            if kind == "EndTransactionRecord":  # an abort discards them
+                for rec, off, at in pending:
+                    self.image._apply(rec, off, at)
             return
         if self.pending is not None:
             self.pending.append((decoded, offset, path))
