@@ -105,28 +105,17 @@ def write_temp(
             f.flush()
             if sync:
                 os.fsync(f.fileno())
-            if mode is not None:
-                perm = mode
-            elif st is not None:
-                perm = stat.S_IMODE(st.st_mode)
-            else:
-                perm = _DEFAULT_MODE
-            os.fchmod(f.fileno(), perm)
-            want_uid = uid if uid is not None else (st.st_uid if st is not None else None)
-            want_gid = gid if gid is not None else (st.st_gid if st is not None else None)
-            if want_uid is None:
-                want_uid = -1
-            if want_gid is None:
-                want_gid = -1
-            owner_differs = (want_uid, want_gid) != (-1, -1) and (want_uid, want_gid) != (
-                os.geteuid(),
-                os.getegid(),
-            )
-            if owner_differs:
+            perm = stat.S_IMODE(st.st_mode) if st is not None else _DEFAULT_MODE
+            os.fchmod(f.fileno(), mode if mode is not None else perm)
+            owner = (
+                uid if uid is not None else st.st_uid if st is not None else -1,
+                gid if gid is not None else st.st_gid if st is not None else -1,
+            )  # -1: left as it is
+            if owner != (-1, -1) and owner != (os.geteuid(), os.getegid()):
                 # Only root (or the owner, for the group) may do this; a non-root user replacing
                 # a file of someone else can't keep the owner, and that is not worth failing for.
                 with contextlib.suppress(PermissionError):
-                    os.fchown(f.fileno(), want_uid, want_gid)
+                    os.fchown(f.fileno(), *owner)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)

@@ -44,21 +44,18 @@ class NotRegularFileError(OSError):
 
 def file_kind(mode: int) -> str:
     """What a ``st_mode`` is, in words: "regular file", "symlink", "FIFO", "folder", ..."""
-    if stat.S_ISREG(mode):
-        return "regular file"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    return "file of unknown type"
+    return next((kind for test, kind in _FILE_KINDS if test(mode)), "file of unknown type")
+
+
+_FILE_KINDS = (
+    (stat.S_ISREG, "regular file"),
+    (stat.S_ISLNK, "symlink"),
+    (stat.S_ISDIR, "folder"),
+    (stat.S_ISFIFO, "FIFO"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+)
 
 
 def _refuse(path: str | os.PathLike[str], mode: int) -> NotRegularFileError:

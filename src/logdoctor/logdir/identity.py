@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from logdoctor.errors import FormatError
@@ -114,15 +114,7 @@ class DirIdentity:
         return os.path.join(self.path, META_PROPERTIES_FILE)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "exists": self.exists,
-            "version": self.version,
-            "node_id": self.node_id,
-            "cluster_id": self.cluster_id,
-            "directory_id": self.directory_id,
-            "error": self.error,
-        }
+        return asdict(self)
 
 
 def read_identity(log_dir: str | os.PathLike[str]) -> DirIdentity:

@@ -46,6 +46,7 @@ import stat
 import struct
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from logdoctor.errors import BrokerRunningError
@@ -68,17 +69,12 @@ _F_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
 _F_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
 
 
+@dataclass(slots=True)
 class LockInfo:
     """Who holds a conflicting lock: ``pid`` is -1 for an OFD lock (the kernel doesn't say)."""
 
-    __slots__ = ("exclusive", "pid")
-
-    def __init__(self, pid: int, exclusive: bool) -> None:
-        self.pid = pid
-        self.exclusive = exclusive
-
-    def __repr__(self) -> str:
-        return f"LockInfo(pid={self.pid}, exclusive={self.exclusive})"
+    pid: int
+    exclusive: bool
 
 
 def _get_lock(fd: int) -> LockInfo | None:
@@ -105,6 +101,8 @@ def _flock_pid(fd: int) -> int:
 
 
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+#: a file system without flock(2) (on this file, or on folders: some network file systems)
+_NO_FLOCK = (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP)
 # how long to wait before each new try when a flock conflicts: a probe's own flock (another run's
 # probe) lasts microseconds, so a conflict that outlasts these ~43 ms is a holder's
 _FLOCK_RETRY_DELAYS = (0.0005, 0.002, 0.008, 0.032)
@@ -173,7 +171,7 @@ def _get_flock(fd: int) -> LockInfo | None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         pid = _shared_holder(fd)
     except OSError as e:
-        if e.errno in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):  # no flock on this file system
+        if e.errno in _NO_FLOCK:
             return None
         raise
     return None if pid is None else LockInfo(pid, False)
@@ -264,7 +262,7 @@ def hold_dir_lock(log_dir: str | os.PathLike[str]) -> Iterator[None]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
-        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+        if e.errno in _BUSY:
             pid = _flock_pid(fd)
             os.close(fd)
             who = f" (pid {pid})" if pid > 0 else ""
@@ -272,7 +270,7 @@ def hold_dir_lock(log_dir: str | os.PathLike[str]) -> Iterator[None]:
                 f"{log_dir} is being changed by another logdoctor run{who}: wait for it to end, "
                 "then plan again"
             ) from None
-        if e.errno not in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF):
+        if e.errno not in (*_NO_FLOCK, errno.EBADF):
             os.close(fd)
             raise
     _dir_locks[key] = [fd, 1]
@@ -324,7 +322,7 @@ def _hold_broker_lock(log_dir: str | os.PathLike[str]) -> Iterator[Path]:
         try:
             taken = _try_flock(fd, fcntl.LOCK_EX)  # a scan's probe of this .lock at this moment is waited out
         except OSError as e:
-            if e.errno not in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
+            if e.errno not in _NO_FLOCK:
                 raise
             taken = True  # no flock on this file system: the fcntl lock alone
         if not taken:

@@ -305,32 +305,28 @@ class MetadataImage:
                 out[(self.topic_names.get(tid, tid), p)] = st
         return out
 
+    def _configs(self, resource_type: int, at: int) -> dict[str, dict[str, Any]]:
+        """resource name -> {config name: its value (``at`` 0) or the offset that set it (1)}."""
+        return {
+            name: {k: value_offset[at] for k, value_offset in values.items()}
+            for (rt, name), values in self.configs.items()
+            if rt == resource_type
+        }
+
     @property
     def topic_configs(self) -> dict[str, dict[str, str]]:
         """topic name -> {config name: value} (dynamic topic configs, as ConfigRecords set them)."""
-        return {
-            name: {k: v for k, (v, _o) in values.items()}
-            for (rt, name), values in self.configs.items()
-            if rt == TOPIC_RESOURCE
-        }
+        return self._configs(TOPIC_RESOURCE, 0)
 
     @property
     def topic_config_offsets(self) -> dict[str, dict[str, int]]:
         """topic name -> {config name: metadata offset of the ConfigRecord that set it}."""
-        return {
-            name: {k: o for k, (_v, o) in values.items()}
-            for (rt, name), values in self.configs.items()
-            if rt == TOPIC_RESOURCE
-        }
+        return self._configs(TOPIC_RESOURCE, 1)
 
     @property
     def broker_configs(self) -> dict[str, dict[str, str]]:
         """broker id as text ("" = the cluster-wide default) -> {config name: value}."""
-        return {
-            name: {k: v for k, (v, _o) in values.items()}
-            for (rt, name), values in self.configs.items()
-            if rt == BROKER_RESOURCE
-        }
+        return self._configs(BROKER_RESOURCE, 0)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -518,15 +514,12 @@ class _Replayer:
             self.pending = []
             self.image.open_transaction = True
             return
-        if kind == "EndTransactionRecord":
-            for rec, off, at in self.pending or []:
-                self.image._apply(rec, off, at)
-            self.pending = None
+        if kind in ("EndTransactionRecord", "AbortTransactionRecord"):
+            pending, self.pending = self.pending or [], None
             self.image.open_transaction = False
-            return
-        if kind == "AbortTransactionRecord":
-            self.pending = None
-            self.image.open_transaction = False
+            if kind == "EndTransactionRecord":  # an abort discards them
+                for rec, off, at in pending:
+                    self.image._apply(rec, off, at)
             return
         if self.pending is not None:
             self.pending.append((decoded, offset, path))
@@ -594,24 +587,15 @@ def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str, in
     """(broker id, "RegisterBrokerRecord", 5) of a broker registration record too new to read: BrokerId is
     the first field, int32, of every version of both records (RegisterBrokerRecord.json,
     BrokerRegistrationChangeRecord.json: "versions": "0+", first); None for other records."""
-    label = _unknown_label(value)
-    if not label.startswith("unknown type "):
-        return None
-    api_key, version = (int(x.split()[-1]) for x in label.split(","))
+    (_frame_version, api_key, version), pos, data = _frame(value)
     name = {0: "RegisterBrokerRecord", 17: "BrokerRegistrationChangeRecord"}.get(api_key)
-    data = bytes(value or b"")
-    pos = 0
-    for _ in range(3):  # frame version, api key, version (uvarints)
-        while pos < len(data) and data[pos] & 0x80:
-            pos += 1
-        pos += 1
     if name is None or pos + 4 > len(data):
         return None
     return int.from_bytes(data[pos:pos + 4], "big", signed=True), name, version
 
 
-def _unknown_label(value: bytes | memoryview | None) -> str:
-    """``unknown type N, version V`` from the record's frame (uvarints), or ``unreadable frame``."""
+def _frame(value: bytes | memoryview | None) -> tuple[list[int], int, bytes]:
+    """The record's frame (frame version, api key, version: uvarints), the position past it, the bytes."""
     data = bytes(value or b"")
     nums = []
     pos = 0
@@ -625,9 +609,13 @@ def _unknown_label(value: bytes | memoryview | None) -> str:
             if not b & 0x80:
                 break
         nums.append(result)
-    if len(nums) < 3 or pos > len(data):
-        return "unreadable frame"
-    return f"unknown type {nums[1]}, version {nums[2]}"
+    return nums, pos, data
+
+
+def _unknown_label(value: bytes | memoryview | None) -> str:
+    """``unknown type N, version V`` from the record's frame."""
+    (_frame_version, api_key, version), _pos, _data = _frame(value)
+    return f"unknown type {api_key}, version {version}"
 
 
 def replay(metadata_dir: str | os.PathLike[str]) -> MetadataImage:

@@ -136,17 +136,11 @@ class CheckpointRead:
 
 
 def _scan_checkpoint(path: Path, scan: Any) -> CheckpointRead:
-    try:
-        data = files.read_file(path)
-    except FileNotFoundError:
-        return CheckpointRead(path, exists=False)
-    except OSError as e:
-        return CheckpointRead(path, exists=True, error=e)
-    try:
-        result = scan(data, source=str(path))
-    except FormatError as e:  # not UTF-8
-        return CheckpointRead(path, True, error=e)
-    return CheckpointRead(path, True, result.checkpoint, list(result.problems))
+    read = _read_small(path, scan)  # a FormatError: not UTF-8
+    found = read.value
+    if found is None:
+        return CheckpointRead(path, read.exists, error=read.error)
+    return CheckpointRead(path, True, found.checkpoint, list(found.problems))
 
 
 def _read_offset_checkpoint(path: Path) -> CheckpointRead:
@@ -238,12 +232,10 @@ class Segment:
         self.last_scan_error: FormatError | None = None  # why the walk for last_batch stopped early
         # the paths as listed, plain strings (no Path object): for hot loops that key sets by path
         self.log_file: str = entries[SegmentFileType.LOG].path
-        e = entries.get(SegmentFileType.INDEX)
-        self.index_file: str | None = e.path if e is not None else None
-        e = entries.get(SegmentFileType.TIMEINDEX)
-        self.timeindex_file: str | None = e.path if e is not None else None
-        e = entries.get(SegmentFileType.TXNINDEX)
-        self.txnindex_file: str | None = e.path if e is not None else None
+        self.index_file, self.timeindex_file, self.txnindex_file = (
+            e.path if (e := entries.get(t)) is not None else None
+            for t in (SegmentFileType.INDEX, SegmentFileType.TIMEINDEX, SegmentFileType.TXNINDEX)
+        )
 
     def __repr__(self) -> str:
         return f"Segment({self.partition.name}/{self.base_offset:020d})"
@@ -317,27 +309,25 @@ class Segment:
 
         By default the trailing zero slots of a preallocated (untrimmed) index are left out.
         """
-        from logdoctor.formats.index import OFFSET_ENTRY_SIZE, parse_offset_index, real_entry_count
+        from logdoctor.formats.index import OFFSET_ENTRY_SIZE, parse_offset_index
 
-        path = self.index_path
-        if path is None:
-            return []
-        data = files.read_file(path)
-        if not include_zero_slots:
-            data = data[: real_entry_count(data, OFFSET_ENTRY_SIZE) * OFFSET_ENTRY_SIZE]
-        return parse_offset_index(data, self.base_offset, source=str(path))
+        return self._index(self.index_path, OFFSET_ENTRY_SIZE, parse_offset_index, include_zero_slots)
 
     def time_index(self, *, include_zero_slots: bool = False) -> list[TimeEntry]:
         """Entries of the ``.timeindex`` (absolute offsets); [] when missing."""
-        from logdoctor.formats.index import TIME_ENTRY_SIZE, parse_time_index, real_entry_count
+        from logdoctor.formats.index import TIME_ENTRY_SIZE, parse_time_index
 
-        path = self.timeindex_path
+        return self._index(self.timeindex_path, TIME_ENTRY_SIZE, parse_time_index, include_zero_slots)
+
+    def _index(self, path: Path | None, entry_size: int, parse: Any, include_zero_slots: bool) -> list[Any]:
+        from logdoctor.formats.index import real_entry_count
+
         if path is None:
             return []
         data = files.read_file(path)
         if not include_zero_slots:
-            data = data[: real_entry_count(data, TIME_ENTRY_SIZE) * TIME_ENTRY_SIZE]
-        return parse_time_index(data, self.base_offset, source=str(path))
+            data = data[: real_entry_count(data, entry_size) * entry_size]
+        return parse(data, self.base_offset, source=str(path))
 
     def batches(self, *, start: int = 0, verify_crc: bool = False) -> Iterator[Batch]:
         """Walk the ``.log`` batch by batch (no decompression); typed errors on bad bytes."""

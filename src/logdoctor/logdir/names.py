@@ -295,13 +295,8 @@ def match_segment_file(name: str) -> tuple[int, SegmentFileType, FileState] | No
 
 def parse_segment_file(name: str) -> SegmentFileName | None:
     """``00000000000000000042.index.swap`` -> (42, ".index.swap"); None for anything else."""
-    m = _SEGMENT_FILE.match(name)
-    if m is None:
-        return None
-    base = int(m.group(1))
-    if base > _INT64_MAX:
-        return None
-    return SegmentFileName(base, m.group(2))
+    found = match_segment_file(name)
+    return None if found is None else SegmentFileName(found[0], found[1].value + found[2].value)
 
 
 class SnapshotId(NamedTuple):
@@ -360,12 +355,12 @@ _PARTITION_FIXED = {
 
 def classify_partition_file(name: str) -> PartitionFile:
     """Classify one file of a partition folder (never raises)."""
-    seg = parse_segment_file(name)
+    seg = match_segment_file(name)
     if seg is not None:
-        ft, state = _SUFFIXES[seg.suffix]
+        base, ft, state = seg
         snapshot = ft is SegmentFileType.SNAPSHOT
         kind = PartitionFileKind.PRODUCER_SNAPSHOT if snapshot else PartitionFileKind.SEGMENT_FILE
-        return PartitionFile(name, kind, seg.base_offset, ft, state)
+        return PartitionFile(name, kind, base, ft, state)
     fixed = _PARTITION_FIXED.get(name)
     if fixed is not None:
         return PartitionFile(name, fixed)

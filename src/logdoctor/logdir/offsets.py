@@ -1,5 +1,5 @@
 """A partition's log start offset and local log start offset, as the broker computes them when it loads
-the log (pure: no I/O).
+the log, and the offsets a set of ranges leaves uncovered (pure: no I/O).
 
 K:core/src/main/scala/kafka/log/LogManager.scala loadLog: the log start offset comes from the log dir's
 ``log-start-offset-checkpoint`` entry, 0 when the partition has none (``getOrDefault(tp, 0L)``).
@@ -15,7 +15,9 @@ the checkpoint (recoverLog deleteSegmentsIfLogStartGreaterThanLogEnd deletes eve
 
 from __future__ import annotations
 
-__all__ = ["log_start_offsets"]
+from collections.abc import Iterable
+
+__all__ = ["log_start_offsets", "uncovered"]
 
 
 def log_start_offsets(
@@ -33,3 +35,18 @@ def log_start_offsets(
     cp = 0 if checkpoint is None else checkpoint
     local = max(cp, first_base_offset)
     return (cp if remote_log_enabled else local), local
+
+
+def uncovered(start: int, end: int, held: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ranges ``[a, b)`` of ``[start, end)`` that none of the ranges ``held`` (each ``[a, b)``) holds."""
+    gaps: list[tuple[int, int]] = []
+    at = start
+    for a, b in sorted(held):
+        if a > at:
+            gaps.append((at, min(a, end)))
+        at = max(at, b)
+        if at >= end:
+            break
+    if at < end:
+        gaps.append((at, end))
+    return gaps

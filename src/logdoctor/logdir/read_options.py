@@ -302,31 +302,10 @@ class ReadOptions:
             text = value.text()
             if text is not None:
                 out[name] = text
-        flags = (
-            ("includeControl", self.include_control, default.include_control),
-            ("verifyCrc", self.verify_crc, default.verify_crc),
-            ("keepCache", self.keep_cache, default.keep_cache),
-            ("includeInternal", self.include_internal, default.include_internal),
-            ("checkRecords", self.check_records, default.check_records),
-        )
-        for name, flag, unset in flags:
-            if flag != unset:
-                out[name] = "true" if flag else "false"
-        texts = (
-            ("decoder", self.decoder, default.decoder),
-            ("maxPartitionBytes", self.max_partition_bytes, default.max_partition_bytes),
-            ("minPartitions", self.min_partitions, default.min_partitions),
-            ("kafka.isolation.level", self.isolation_level, default.isolation_level),
-            ("upTo", self.upto, default.upto),
-            ("openTransactions", self.open_transactions, default.open_transactions),
-            ("view", self.view, default.view),
-            ("cutAt", self.cut_at, None),
-            ("maxReadRate", self.max_read_rate, None),
-            (TYPED_PLAN_OPTION, self.typed_plan, None),
-        )
-        for name, value, unset in texts:
-            if value != unset:
-                out[name] = str(value)
+        for name, attr in _PLAIN_OPTIONS:  # the flags, then the values written as they are
+            value = getattr(self, attr)
+            if value != getattr(default, attr):
+                out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
         if self.typed:
             out["typed"] = "undecoded" if self.undecoded else "true"
         if self.schemas:
@@ -342,6 +321,26 @@ class ReadOptions:
         if unknown:
             raise TypeError(f"no read option {', '.join(sorted(unknown))}")
         return ReadOptions(**{name: getattr(self, name) for name in names})
+
+
+#: (option, field) of the options :meth:`ReadOptions.to_options` gives as they are where not the default
+_PLAIN_OPTIONS = (
+    ("includeControl", "include_control"),
+    ("verifyCrc", "verify_crc"),
+    ("keepCache", "keep_cache"),
+    ("includeInternal", "include_internal"),
+    ("checkRecords", "check_records"),
+    ("decoder", "decoder"),
+    ("maxPartitionBytes", "max_partition_bytes"),
+    ("minPartitions", "min_partitions"),
+    ("kafka.isolation.level", "isolation_level"),
+    ("upTo", "upto"),
+    ("openTransactions", "open_transactions"),
+    ("view", "view"),
+    ("cutAt", "cut_at"),
+    ("maxReadRate", "max_read_rate"),
+    (TYPED_PLAN_OPTION, "typed_plan"),
+)
 
 
 def _bool(name: str, text: Any, default: bool) -> bool:

@@ -38,6 +38,7 @@ from typing import Any
 
 from logdoctor.logdir.coordinator import CoordinatorDecisions, coordinator_decisions
 from logdoctor.logdir.names import INTERNAL_TOPICS_UNPREFIXED  # Schema Registry's _dek_registry_keys
+from logdoctor.logdir.offsets import uncovered
 from logdoctor.logdir.read_options import INTERNAL_TOPIC_PREFIX, ReadOptions, names_internal, topic_matcher
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.remote_attach import ListingProblem
@@ -128,17 +129,16 @@ def one_remote_copy(refs: Sequence[PartitionRef]) -> tuple[PartitionRef, ...]:
     return tuple(out)
 
 
-def _named_directly(ref: PartitionRef, items: Sequence[str]) -> bool:
-    """The partition folder, or one of its segment files, is itself an input."""
-    path = os.path.normpath(ref.path) if ref.storage.is_local else ref.path.rstrip("/")
-    for item in items:
-        given = os.path.normpath(item) if ref.storage.is_local and "://" not in item else item.rstrip("/")
-        if ref.storage.is_local:
-            given = os.path.abspath(given)
-            path = os.path.abspath(path)
-        if given == path or os.path.dirname(given) == path:
-            return True
-    return False
+def normalized(path: str, local: bool) -> str:
+    """``path`` as one partition folder is always named (absolute, or a URI without a trailing slash)."""
+    return os.path.abspath(os.path.normpath(path)) if local and "://" not in path else path.rstrip("/")
+
+
+def named_directly(ref: PartitionRef, item: str) -> bool:
+    """The partition folder, or one of its segment files, is the input ``item`` itself."""
+    local = ref.storage.is_local
+    given, path = normalized(item, local), normalized(ref.path, local)
+    return given == path or os.path.dirname(given) == path
 
 
 def _metadata(refs: Sequence[PartitionRef]):
@@ -184,33 +184,19 @@ def _uncovered(ref: PartitionRef, named: Sequence[ListingProblem]) -> list[Listi
         held.append((s.base_offset, last + 1))
     for p in named:
         held.append((p.first_offset, (p.last_offset if p.last_offset is not None else end - 1) + 1))
-    gaps: list[tuple[int, int]] = []
-    at = start
-    for a, b in sorted(held):
-        if a > at:
-            gaps.append((at, min(a, end)))
-        at = max(at, b)
-        if at >= end:
-            break
-    if at < end:
-        gaps.append((at, end))
-    out = []
-    for a, b in gaps:
-        if a >= b:
-            continue
-        out.append(
-            ListingProblem(
-                ref.topic,
-                ref.partition,
-                remote[0].path if a < remote[0].base_offset else ref.path,
-                a,
-                b - 1,
-                f"{ref.topic}-{ref.partition}: offsets {a}-{b - 1} not read: the log start offset is "
-                f"{start} (log-start-offset-checkpoint of {ref.log_dir}) and no object of the remote "
-                f"store holds them (the first local offset is {end})",
-            )
+    return [
+        ListingProblem(
+            ref.topic,
+            ref.partition,
+            remote[0].path if a < remote[0].base_offset else ref.path,
+            a,
+            b - 1,
+            f"{ref.topic}-{ref.partition}: offsets {a}-{b - 1} not read: the log start offset is "
+            f"{start} (log-start-offset-checkpoint of {ref.log_dir}) and no object of the remote "
+            f"store holds them (the first local offset is {end})",
         )
-    return out
+        for a, b in uncovered(start, end, held)
+    ]
 
 
 def _readable_only(refs: list[PartitionRef]) -> tuple[list[PartitionRef], list[ListingProblem]]:
@@ -284,7 +270,8 @@ def plan_read(
     for ref in found:
         if not match(ref.topic):
             continue
-        if is_internal_topic(ref.topic) and not internal_ok and not _named_directly(ref, items):
+        left = is_internal_topic(ref.topic) and not internal_ok
+        if left and not any(named_directly(ref, item) for item in items):
             left_out.add(ref.topic)
             continue
         refs.append(ref)

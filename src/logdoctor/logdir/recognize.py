@@ -121,12 +121,17 @@ class Recognition:
                 f"(or read the partition's files with logdoctor dump {p}/*.log)"
             )
         if self.kind is PathKind.HOLDS_LOG_DIRS:
-            shown = ", ".join(self.log_dirs[:_EXAMPLES]) + (", ..." if len(self.log_dirs) > _EXAMPLES else "")
+            shown = _examples(self.log_dirs)
             return f"{p} is not a log dir but holds {len(self.log_dirs)} log dir(s) ({shown}): give those"
         return (
             f"{p} is not a Kafka log dir: {self.evidence} (a log dir holds meta.properties, checkpoint "
             "files or <topic>-<partition> folders)"
         )
+
+
+def _examples(names: Sequence[str]) -> str:
+    """The first :data:`_EXAMPLES` of ``names``, and ``...`` when there are more."""
+    return ", ".join(names[:_EXAMPLES]) + (", ..." if len(names) > _EXAMPLES else "")
 
 
 class NotALogDirError(LogDirError):
@@ -168,11 +173,7 @@ def first_partition_file(entries: Iterable[Any]) -> str | None:
 
 def _partition_file(folder: str) -> str | None:
     """The name of the first file Kafka writes in a partition folder found in ``folder``, else None."""
-    try:
-        with os.scandir(folder) as it:
-            return first_partition_file(it)
-    except OSError:
-        return None
+    return first_partition_file(_listing(folder) or ())
 
 
 def _log_dir_evidence(path: str, entries: list[os.DirEntry[str]]) -> str | None:
@@ -309,7 +310,7 @@ def recognize(path: str | os.PathLike[str], *, look_below: bool = True) -> Recog
         if not _is_dir(e) and classify_partition_file(e.name).kind is not PartitionFileKind.UNKNOWN
     )
     if part_files:
-        shown = ", ".join(part_files[:_EXAMPLES]) + (", ..." if len(part_files) > _EXAMPLES else "")
+        shown = _examples(part_files)
         real = os.path.abspath(p)
         name = parse_partition_dir(os.path.basename(real.rstrip(os.sep)))
         return Recognition(
@@ -319,7 +320,7 @@ def recognize(path: str | os.PathLike[str], *, look_below: bool = True) -> Recog
     if below:
         return Recognition(p, PathKind.HOLDS_LOG_DIRS, "log dirs lie below it", log_dirs=tuple(below))
     names = sorted(e.name for e in entries)
-    shown = ", ".join(names[:_EXAMPLES]) + (", ..." if len(names) > _EXAMPLES else "")
+    shown = _examples(names)
     return Recognition(
         p,
         PathKind.OTHER_DIR,

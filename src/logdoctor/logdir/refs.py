@@ -11,6 +11,7 @@ pickles cheaply, and reads nothing until :mod:`logdoctor.logdir.seek` reads thro
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor.logdir.names import SegmentFileType
 from logdoctor.logdir.storage import LOCAL, Storage
@@ -32,6 +33,22 @@ class RemoteSegment:
     private_key: str | None = None
     local_from: int | None = None  # offsets at and after this are read from the local log
     end_offset: int | None = None  # the last offset, when known (the next remote segment's base - 1)
+
+    @classmethod
+    def listed(cls, layout: str, segment_id: str, log: str, opts: Any, **bounds: int | None) -> RemoteSegment:
+        """The segment whose ``.log`` object the store lists at ``log`` (Aiven's manifest and indexes objects
+        beside it), read with ``opts`` (:class:`~logdoctor.logdir.remote_store.RemoteOptions`: the store's
+        root, the private key); ``bounds``: ``local_from``, ``end_offset``."""
+        stem, aiven = log[: -len(_LOG)], layout == "aiven"
+        return cls(
+            layout,
+            segment_id,
+            opts.storage,
+            manifest=stem + ".rsm-manifest" if aiven else None,
+            indexes=stem + ".indexes" if aiven else None,
+            private_key=opts.private_key,
+            **bounds,  # type: ignore[arg-type]
+        )
 
     def read_end(self, *ends: int | None) -> int | None:
         """The first offset not read from this segment (None: it is read to its end): past its own last

@@ -99,6 +99,10 @@ def _original_size(group: list[Chunk]) -> int:
     return group[-1].original_position + group[-1].original_size - group[0].original_position
 
 
+def _transformed_size(group: list[Chunk]) -> int:
+    return group[-1].transformed_position + group[-1].transformed_size - group[0].transformed_position
+
+
 def _spans(chunks: list[Chunk], span: int) -> list[list[Chunk]]:
     """Consecutive chunks in groups of about ``span`` original bytes (one chunk at least)."""
     out: list[list[Chunk]] = []
@@ -124,23 +128,37 @@ def _round_up(size: int) -> int:
     return -(-size // (1 << 20)) << 20
 
 
-@contextmanager
-def _span_buffers(raw: int, original: int) -> Iterator[tuple[memoryview, memoryview]]:
-    """A pair of buffers (transformed bytes, original bytes) lent to one span and taken back: a process
-    keeps a few (as many as spans run at once), each grown to the largest span it held."""
-    with _BUFFERS_LOCK:
-        pair = _FREE_BUFFERS.pop() if _FREE_BUFFERS else (bytearray(), bytearray())
-    if len(pair[0]) < raw or len(pair[1]) < original:  # sizes rounded up: spans of about one size fit
+def _take_buffers(
+    pair: tuple[bytearray, bytearray] | None, raw: int, original: int
+) -> tuple[bytearray, bytearray]:
+    """``pair`` (None: one from the pool), grown to hold ``raw`` transformed and ``original`` original bytes
+    (sizes rounded up: spans of about one size fit)."""
+    if pair is None:
+        with _BUFFERS_LOCK:
+            pair = _FREE_BUFFERS.pop() if _FREE_BUFFERS else (bytearray(), bytearray())
+    if len(pair[0]) < raw or len(pair[1]) < original:
         pair = (
             bytearray(max(_round_up(raw), len(pair[0]))),
             bytearray(max(_round_up(original), len(pair[1]))),
         )
+    return pair
+
+
+def _give_back(pair: tuple[bytearray, bytearray]) -> None:
+    with _BUFFERS_LOCK:
+        if len(_FREE_BUFFERS) < 4:
+            _FREE_BUFFERS.append(pair)
+
+
+@contextmanager
+def _span_buffers(raw: int, original: int) -> Iterator[tuple[memoryview, memoryview]]:
+    """A pair of buffers (transformed bytes, original bytes) lent to one span and taken back: a process
+    keeps a few (as many as spans run at once), each grown to the largest span it held."""
+    pair = _take_buffers(None, raw, original)
     try:
         yield memoryview(pair[0]), memoryview(pair[1])
     finally:
-        with _BUFFERS_LOCK:
-            if len(_FREE_BUFFERS) < 4:
-                _FREE_BUFFERS.append(pair)
+        _give_back(pair)
 
 
 #: what a chunk's stream is read ahead by (and skipped through)
@@ -198,48 +216,55 @@ class AivenLogReader:
         into a pair of buffers this reader keeps until it is closed (:func:`_span_buffers`' pool: no new
         memory per chunk, whose page faults cost more than zstd); the chunks cached before are copied out
         of them first."""
-        from logdoctor.formats.aiven_rsm import detransform_chunk_into
-
         todo = [i for i in range(first, last + 1) if i not in self._cache]
         if not todo:
             return
         lo, hi = todo[0], todo[-1]
-        start = self._chunks[lo].transformed_position
-        end = self._chunks[hi].transformed_position + self._chunks[hi].transformed_size
-        base = self._chunks[lo].original_position
-        original = self._chunks[hi].original_position + self._chunks[hi].original_size - base
-        if len(self._cache) + (hi - lo + 1) > self._KEEP:
+        chunks = self._chunks[lo : hi + 1]
+        if len(self._cache) + len(chunks) > self._KEEP:
             self._cache = {k: v for k, v in self._cache.items() if first <= k <= last}  # this read's
-        self._cache = {k: bytes(v) for k, v in self._cache.items()}  # out of the buffers reused below
+        # out of the buffers reused below (those read again are detransformed again)
+        self._cache = {k: bytes(v) for k, v in self._cache.items() if not lo <= k <= hi}
         scratch = self._scratch_size(lo, hi)
-        raw, out = self._buffers(end - start + scratch, original)
-        got = self._reader.read_into(start, raw[: end - start])
-        if got != end - start:
+        self._pair = _take_buffers(self._pair, _transformed_size(chunks) + scratch, _original_size(chunks))
+        raw, out = memoryview(self._pair[0]), memoryview(self._pair[1])
+        self._detransform(chunks, raw, out, scratch)
+        base = chunks[0].original_position
+        for i, c in enumerate(chunks, lo):
+            self._cache[i] = out[c.original_position - base : c.original_position - base + c.original_size]
+
+    def _detransform(self, chunks: list[Chunk], raw: memoryview, out: memoryview, scratch: int) -> None:
+        """Consecutive ``chunks`` read in one ranged read into ``raw`` and detransformed into ``out`` (from
+        the first's original bytes on), decrypted first into the ``scratch`` bytes of ``raw`` after them
+        (:meth:`_scratch_size`). A short read, a chunk that does not detransform: a FormatError naming the
+        object and the chunks."""
+        from logdoctor.formats.aiven_rsm import detransform_chunk_into
+
+        start, length = chunks[0].transformed_position, _transformed_size(chunks)
+        got = self._reader.read_into(start, raw[:length])
+        if got != length:
             raise TruncatedError(
-                f"chunks {lo}-{hi} ({end - start} bytes)",
+                f"chunks {chunks[0].index}-{chunks[-1].index} ({length} bytes)",
                 source=self.source,
                 position=start,
                 found=f"{got} bytes",
             )
-        for i in range(lo, hi + 1):
-            c = self._chunks[i]
+        base = chunks[0].original_position
+        for c in chunks:
             at = c.transformed_position - start
-            dest = out[c.original_position - base : c.original_position - base + c.original_size]
             try:
                 detransform_chunk_into(
                     raw[at : at + c.transformed_size],
                     self.manifest,
                     self._key,
-                    dest,
+                    out[c.original_position - base : c.original_position - base + c.original_size],
                     source=self.source,
                     position=c.transformed_position,
-                    scratch=raw[end - start : end - start + scratch] if scratch else None,
+                    scratch=raw[length : length + scratch] if scratch else None,
                 )
             except FormatError as exc:
-                self._cache.pop(i, None)
                 _name_chunk(exc, c)
                 raise
-            self._cache[i] = dest
 
     def _scratch_size(self, lo: int, hi: int) -> int:
         """The room after a read's transformed bytes that chunks ``lo``-``hi`` are decrypted into before
@@ -247,19 +272,6 @@ class AivenLogReader:
         if not (self.manifest.encrypted and self.manifest.compression):
             return 0
         return max(self._chunks[i].transformed_size for i in range(lo, hi + 1))
-
-    def _buffers(self, raw: int, original: int) -> tuple[memoryview, memoryview]:
-        """This reader's pair of buffers (transformed, original bytes), taken from the pool of
-        :func:`_span_buffers` at the first read and given back by :meth:`close`; grown as needed."""
-        if self._pair is None:
-            with _BUFFERS_LOCK:
-                self._pair = _FREE_BUFFERS.pop() if _FREE_BUFFERS else (bytearray(), bytearray())
-        if len(self._pair[0]) < raw or len(self._pair[1]) < original:
-            self._pair = (
-                bytearray(max(_round_up(raw), len(self._pair[0]))),
-                bytearray(max(_round_up(original), len(self._pair[1]))),
-            )
-        return memoryview(self._pair[0]), memoryview(self._pair[1])
 
     def read_at(self, offset: int, length: int) -> bytes:
         length = max(0, min(length, self.size - offset))
@@ -451,38 +463,10 @@ class AivenLogReader:
                 raise
 
     def _span(self, group: list[Chunk], work: Callable[[int, memoryview], _T]) -> _T:
-        from logdoctor.formats.aiven_rsm import detransform_chunk_into
-
-        start = group[0].transformed_position
-        length = group[-1].transformed_position + group[-1].transformed_size - start
         scratch = self._scratch_size(group[0].index, group[-1].index)
-        with _span_buffers(length + scratch, _original_size(group)) as (raw, out):
-            got = self._reader.read_into(start, raw[:length])
-            if got != length:
-                lo, hi = group[0].index, group[-1].index
-                raise TruncatedError(
-                    f"chunks {lo}-{hi} ({length} bytes)",
-                    source=self.source,
-                    position=start,
-                    found=f"{got} bytes",
-                )
-            base = group[0].original_position
-            for c in group:
-                at = c.transformed_position - start
-                try:
-                    detransform_chunk_into(
-                        raw[at : at + c.transformed_size],
-                        self.manifest,
-                        self._key,
-                        out[c.original_position - base : c.original_position - base + c.original_size],
-                        source=self.source,
-                        position=c.transformed_position,
-                        scratch=raw[length : length + scratch] if scratch else None,
-                    )
-                except FormatError as exc:
-                    _name_chunk(exc, c)
-                    raise
-            return work(base, out[: _original_size(group)])
+        with _span_buffers(_transformed_size(group) + scratch, _original_size(group)) as (raw, out):
+            self._detransform(group, raw, out, scratch)
+            return work(group[0].original_position, out[: _original_size(group)])
 
     def detach(self) -> RangeReader:
         """The open object, left open by this reader's close (for another:
@@ -498,9 +482,7 @@ class AivenLogReader:
         pair, self._pair = self._pair, None
         self._cache = {}  # views of the buffers given back
         if pair is not None:
-            with _BUFFERS_LOCK:
-                if len(_FREE_BUFFERS) < 4:
-                    _FREE_BUFFERS.append(pair)
+            _give_back(pair)
 
     def __enter__(self) -> AivenLogReader:
         return self

@@ -76,6 +76,9 @@ def _reconcile(
         later = [s for s in starts if s > start]
         return later[0] - 1 if later else None
 
+    def problem(path: str, first: int, last: int | None, error: str, lost: bool = True) -> None:
+        problems.append(ListingProblem(ref.topic, ref.partition, path, first, last, error, lost))
+
     keep: list[tuple[int, str, str, int, int | None]] = []
     lasts: dict[str, int | None] = {}  # the metadata's last offset of each segment
     if known is not None:
@@ -90,52 +93,40 @@ def _reconcile(
                 if below(start):
                     end = expected[seg_id][1]
                     last = end if local_from is None else min(end, local_from - 1)
-                    problems.append(
-                        ListingProblem(
-                            ref.topic,
-                            ref.partition,
-                            log,
-                            start,
-                            last,
-                            f"remote segment {seg_id}: a second copy of {_offsets(start, last)}, "
-                            f"COPY_SEGMENT_FINISHED in {metadata_name} as segment {holder} is: the broker "
-                            f"reads {holder} (the leader-epoch lineage rule, RemoteLogMetadataCache); not "
-                            f"read, its offsets are read once, from {logs[holder]}",
-                            lost=False,
-                        )
+                    problem(
+                        log,
+                        start,
+                        last,
+                        f"remote segment {seg_id}: a second copy of {_offsets(start, last)}, "
+                        f"COPY_SEGMENT_FINISHED in {metadata_name} as segment {holder} is: the broker "
+                        f"reads {holder} (the leader-epoch lineage rule, RemoteLogMetadataCache); not "
+                        f"read, its offsets are read once, from {logs[holder]}",
+                        lost=False,
                     )
             elif seg_id in expected:
                 keep.append((start, seg_id, log, size, expected[seg_id][1]))
             elif below(start):
-                problems.append(
-                    ListingProblem(
-                        ref.topic,
-                        ref.partition,
-                        log,
-                        start,
-                        last_of(start),
-                        f"remote segment {seg_id}: {log} is in the store but {metadata_name} lists no "
-                        f"copied segment {seg_id} ({_offsets(start, last_of(start))}): a second copy (a "
-                        "retried upload) or a renamed object; not read (its offsets are read from the "
-                        "segments the metadata lists)",
-                        lost=False,
-                    )
+                problem(
+                    log,
+                    start,
+                    last_of(start),
+                    f"remote segment {seg_id}: {log} is in the store but {metadata_name} lists no "
+                    f"copied segment {seg_id} ({_offsets(start, last_of(start))}): a second copy (a "
+                    "retried upload) or a renamed object; not read (its offsets are read from the "
+                    "segments the metadata lists)",
+                    lost=False,
                 )
         for seg_id, (start, end) in sorted(expected.items(), key=lambda kv: kv[1]):
             if seg_id in ids or not below(start) or _read_instead(seg_id, known, ids) is not None:
                 continue  # listed; held by the local log; or not read anyway (another copy is)
             last = end if local_from is None else min(end, local_from - 1)
             where = storage.join(folder, f"{start:020d}-{seg_id}.log")
-            problems.append(
-                ListingProblem(
-                    ref.topic,
-                    ref.partition,
-                    where,
-                    start,
-                    last,
-                    f"remote segment {seg_id} ({_offsets(start, last)}, copied as {metadata_name} "
-                    f"says): no object of it is in the store: {_offsets(start, last)} not read",
-                )
+            problem(
+                where,
+                start,
+                last,
+                f"remote segment {seg_id} ({_offsets(start, last)}, copied as {metadata_name} "
+                f"says): no object of it is in the store: {_offsets(start, last)} not read",
             )
         listed = [(start, seg_id, log, size) for start, seg_id, log, size, _last in keep]
         lasts = {seg_id: last for _s, seg_id, _l, _z, last in keep}
@@ -151,18 +142,14 @@ def _reconcile(
         keep.append((*first, lasts.get(first[1])))
         for start_, seg_id, log, _size in entries[1:]:
             if below(start_):
-                problems.append(
-                    ListingProblem(
-                        ref.topic,
-                        ref.partition,
-                        log,
-                        start_,
-                        last_of(start_),
-                        f"remote segment {seg_id}: a second object of {_offsets(start_, last_of(start_))} "
-                        f"(segment {first[1]} holds them too: a retried upload?); not read, its offsets "
-                        f"are read once, from {first[2]}",
-                        lost=False,
-                    )
+                problem(
+                    log,
+                    start_,
+                    last_of(start_),
+                    f"remote segment {seg_id}: a second object of {_offsets(start_, last_of(start_))} "
+                    f"(segment {first[1]} holds them too: a retried upload?); not read, its offsets "
+                    f"are read once, from {first[2]}",
+                    lost=False,
                 )
     return keep
 
@@ -263,28 +250,16 @@ def attach_remote(
             out.append(ref)
             continue
         layout, base = where
-        listed = list_remote_segments(
-            base,
-            storage,
-            layout,
-            ref.topic,
-            ref.partition,
-            topic_id,  # type: ignore[arg-type]
-        )
+        # detect_layout's base: kafka-local's root folder already
+        partition: Any = (storage, layout, ref.topic, ref.partition, topic_id)
+        listed = list_remote_segments(base, *partition)
         if not listed:
             out.append(ref)
             continue
         found_any = True
         local_from = ref.segments[0].base_offset if ref.segments else None
         expected = _expected_segments(metadata, topic_id, ref)  # type: ignore[arg-type]
-        folder = remote_partition_folder(
-            base,  # detect_layout's: kafka-local's root folder already
-            storage,
-            layout,
-            ref.topic,
-            ref.partition,
-            topic_id,  # type: ignore[arg-type]
-        )
+        folder = remote_partition_folder(base, *partition)
         kept = _reconcile(
             ref, listed, expected, None if keep_local_copies else local_from, sink, storage, folder
         )
@@ -296,17 +271,7 @@ def attach_remote(
             end = nxt - 1 if nxt is not None else None
             if last is not None:
                 end = last if end is None else min(end, last)
-            stem = log[: -len(".log")]
-            seg = RemoteSegment(
-                layout,
-                seg_id,
-                opts.storage,
-                manifest=stem + ".rsm-manifest" if layout == "aiven" else None,
-                indexes=stem + ".indexes" if layout == "aiven" else None,
-                private_key=opts.private_key,
-                local_from=local_from,
-                end_offset=end,
-            )
+            seg = RemoteSegment.listed(layout, seg_id, log, opts, local_from=local_from, end_offset=end)
             remote.append(
                 SegmentRef(ref.log_dir, ref.topic, ref.partition, start, log, size, nxt, storage, seg)
             )

@@ -42,10 +42,6 @@ __all__ = [
 
 LAYOUTS = ("kafka-local", "aiven")
 KAFKA_LOCAL_ROOT = "kafka-tiered-storage"  # LocalTieredStorage.ROOT_STORAGE_DIR_NAME
-_NAME = re.compile(
-    r"^(\d{20})-([A-Za-z0-9_-]{22})\.(log|rsm-manifest|indexes|index|timeindex|snapshot|txnindex"
-    r"|leader_epoch_checkpoint)$"
-)
 #: the objects each layout writes per segment (LocalTieredStorage's RemoteLogSegmentFileset; Aiven's
 #: ObjectKeyFactory suffixes): any of them lists the segment, so that a segment whose ``.log`` object is
 #: gone is still listed, and its read names the missing object
@@ -154,7 +150,7 @@ def list_remote_segments(
         return []
     found: dict[tuple[int, str], int] = {}
     for e in entries:
-        m = _NAME.match(e.name)
+        m = _OBJECT.match(e.name)
         if m is None or e.is_dir():
             continue
         if m.group(3) not in _SUFFIXES[layout]:

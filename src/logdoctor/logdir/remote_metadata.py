@@ -45,6 +45,7 @@ from typing import Any
 from logdoctor.errors import FormatError
 from logdoctor.formats.murmur2 import partition_of
 from logdoctor.logdir.names import DirKind, parse_segment_file
+from logdoctor.logdir.offsets import uncovered
 
 __all__ = [
     "DEFAULT_METADATA_PARTITIONS",
@@ -271,21 +272,7 @@ class RemotePartition:
 
     def uncovered(self, start: int, end: int) -> list[tuple[int, int]]:
         """The ranges ``[a, b)`` of ``[start, end)`` that no copied segment holds."""
-        gaps: list[tuple[int, int]] = []
-        at = start
-        for s in self.copied:
-            if s.end_offset < at:
-                continue
-            if s.start_offset >= end:
-                break
-            if s.start_offset > at:
-                gaps.append((at, min(s.start_offset, end)))
-            at = max(at, s.end_offset + 1)
-            if at >= end:
-                break
-        if at < end:
-            gaps.append((at, end))
-        return gaps
+        return uncovered(start, end, ((s.start_offset, s.end_offset + 1) for s in self.copied))
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,7 +420,7 @@ class _Replayer:
     def record(self, decoded: dict[str, Any], mp: int, where: tuple[str, int | None, int]) -> None:
         kind, data = decoded["type"], decoded["data"]
         path, position, offset = where
-        if kind == "RemoteLogSegmentMetadataRecord":
+        if kind in ("RemoteLogSegmentMetadataRecord", "RemoteLogSegmentMetadataUpdateRecord"):
             sid = data["remote_log_segment_id"]
             tip = _tip(sid["topic_id_partition"])
             seg_id = _uuid(sid["id"])
@@ -441,6 +428,10 @@ class _Replayer:
             if state is None:
                 return
             rp = self._partition(tip, mp)
+            event = RemoteEvent(
+                state.name, data["event_timestamp_ms"], data["broker_id"], path, position, offset
+            )
+        if kind == "RemoteLogSegmentMetadataRecord":
             existing = rp.segments.get(seg_id)
             src = existing.state if existing is not None else None
             # K:.../RemoteLogMetadataCache.java addCopyInProgressSegment: only COPY_SEGMENT_STARTED is added
@@ -455,9 +446,6 @@ class _Replayer:
                     facts={"from_state": src.name if src is not None else "no state", "to_state": state.name},
                 )
                 return
-            event = RemoteEvent(
-                state.name, data["event_timestamp_ms"], data["broker_id"], path, position, offset
-            )
             seg = RemoteSegment(
                 seg_id,
                 tip,
@@ -474,13 +462,6 @@ class _Replayer:
             )
             rp.segments[seg_id] = seg
         elif kind == "RemoteLogSegmentMetadataUpdateRecord":
-            sid = data["remote_log_segment_id"]
-            tip = _tip(sid["topic_id_partition"])
-            seg_id = _uuid(sid["id"])
-            state = self._state(data["remote_log_segment_state"], where, tip, seg_id)
-            if state is None:
-                return
-            rp = self._partition(tip, mp)
             seg = rp.segments.get(seg_id)
             if seg is None:
                 self._problem(
@@ -508,9 +489,7 @@ class _Replayer:
             seg.broker_id = data["broker_id"]
             seg.event_timestamp_ms = data["event_timestamp_ms"]
             seg.custom_metadata = data.get("custom_metadata")
-            seg.events.append(
-                RemoteEvent(state.name, data["event_timestamp_ms"], data["broker_id"], path, position, offset)
-            )
+            seg.events.append(event)
         elif kind == "RemotePartitionDeleteMetadataRecord":
             tip = _tip(data["topic_id_partition"])
             try:
@@ -607,6 +586,12 @@ class _Replayer:
         return True
 
 
+def _unreadable(path: str, what: str, e: OSError) -> RemoteProblem:
+    return RemoteProblem(
+        "unreadable", path, None, None, f"{what}: {e.strerror or e}", facts={"error": str(e.strerror or e)}
+    )
+
+
 def find_metadata_partitions(
     log_dirs: Iterable[str | os.PathLike[str]], problems: list[RemoteProblem] | None = None
 ) -> dict[int, str]:
@@ -620,16 +605,7 @@ def find_metadata_partitions(
             parts = LogDir(d).partitions
         except OSError as e:
             if problems is not None:
-                problems.append(
-                    RemoteProblem(
-                        "unreadable",
-                        os.fspath(d),
-                        None,
-                        None,
-                        f"cannot list: {e.strerror or e}",
-                        facts={"error": str(e.strerror or e)},
-                    )
-                )
+                problems.append(_unreadable(os.fspath(d), "cannot list", e))
             continue
         for part in parts:
             if part.topic == REMOTE_LOG_METADATA_TOPIC and part.kind is DirKind.LOG:
@@ -671,16 +647,7 @@ def replay_metadata_folders(
         try:
             names = sorted(os.listdir(folder))
         except OSError as e:
-            out.problems.append(
-                RemoteProblem(
-                    "unreadable",
-                    folder,
-                    None,
-                    None,
-                    f"cannot list: {e.strerror or e}",
-                    facts={"error": str(e.strerror or e)},
-                )
-            )
+            out.problems.append(_unreadable(folder, "cannot list", e))
             out.incomplete.add(mp)
             continue
         logs = sorted(
@@ -693,22 +660,12 @@ def replay_metadata_folders(
             try:
                 buf = map_file(Path(path))
             except OSError as e:
-                out.problems.append(
-                    RemoteProblem(
-                        "unreadable",
-                        path,
-                        None,
-                        None,
-                        f"cannot read: {e.strerror or e}",
-                        facts={"error": str(e.strerror or e)},
-                    )
-                )
+                out.problems.append(_unreadable(path, "cannot read", e))
                 out.incomplete.add(mp)
                 break
             if not replayer.segment(buf, path, mp):
-                out.incomplete.add(
-                    mp
-                )  # the events after the damage are not known: stop here, as a consumer would
+                # the events after the damage are not known: stop here, as a consumer would
+                out.incomplete.add(mp)
                 break
     return out
 

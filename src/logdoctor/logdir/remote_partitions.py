@@ -11,7 +11,6 @@ the parts of Aiven's ``.indexes`` object) and the facts ``__remote_log_metadata`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,6 @@ from logdoctor.logdir.remote_layouts import (
     AIVEN_TOPIC_DIR,
     KAFKA_LOCAL_DIR,
     KAFKA_LOCAL_ROOT,
-    SEGMENT_ID,
     list_remote_segments,
 )
 from logdoctor.logdir.remote_reader import open_remote_log
@@ -123,47 +121,13 @@ def stored_segments(
 ) -> list[SegmentRef]:
     """The partition's remote segments in offset order (``end_offset``: the next one's base - 1)."""
     listed = list_remote_segments(sp.root, storage, sp.layout, sp.topic, sp.partition, sp.topic_id)
-    if sp.layout == "kafka-local":
-        listed = _with_missing_logs(storage, sp, listed)
     out: list[SegmentRef] = []
     for i, (start, seg_id, log, size) in enumerate(listed):
         nxt = listed[i + 1][0] if i + 1 < len(listed) else None
-        stem = log[: -len(".log")]
-        remote = RemoteSegment(
-            sp.layout,
-            seg_id,
-            opts.storage,
-            manifest=stem + ".rsm-manifest" if sp.layout == "aiven" else None,
-            indexes=stem + ".indexes" if sp.layout == "aiven" else None,
-            private_key=opts.private_key,
-            end_offset=None if nxt is None else nxt - 1,
-        )
+        end = None if nxt is None else nxt - 1
+        remote = RemoteSegment.listed(sp.layout, seg_id, log, opts, end_offset=end)
         out.append(SegmentRef(log_dir, sp.topic, sp.partition, start, log, size, nxt, storage, remote))
     return out
-
-
-_SIDE_NAME = re.compile(
-    rf"^(\d{{20}})-({SEGMENT_ID})\.(index|timeindex|txnindex|snapshot|leader_epoch_checkpoint)$"
-)
-
-
-def _with_missing_logs(
-    storage: Storage, sp: StorePartition, listed: list[tuple[int, str, str, int]]
-) -> list[tuple[int, str, str, int]]:
-    """LocalTieredStorage lists a segment by its ``.log``: a segment whose other files are there but whose
-    ``.log`` is gone is added (size 0), so that reading it reports the missing object."""
-    folder = storage.dirname(listed[0][2]) if listed else None
-    if folder is None:
-        return listed
-    have = {(b, i) for b, i, _, _ in listed}
-    extra = []
-    for e in storage.list(folder):
-        m = _SIDE_NAME.match(e.name)
-        if m and (int(m.group(1)), m.group(2)) not in have:
-            key = (int(m.group(1)), m.group(2))
-            have.add(key)
-            extra.append((key[0], key[1], storage.join(folder, f"{key[0]:020d}-{key[1]}.log"), 0))
-    return sorted([*listed, *extra])
 
 
 def side_file(seg: SegmentRef, suffix: str) -> bytes | None:

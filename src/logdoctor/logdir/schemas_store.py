@@ -21,13 +21,14 @@ ids) and merged with the rest.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from logdoctor.errors import FormatError
 from logdoctor.formats.registry.store import SchemaRegistry, merge, replay_records
 from logdoctor.logdir.read_options import ReadOptions
+from logdoctor.logdir.read_plan import named_directly, normalized
 from logdoctor.logdir.refs import PartitionRef
 
 __all__ = ["SCHEMAS_TOPIC", "LoadedRegistry", "load_registry", "missing_ids_text", "store_records"]
@@ -64,17 +65,6 @@ def missing_ids_text(ids: Iterable[int], loaded: LoadedRegistry) -> str:
     )
 
 
-def _norm(path: str, local: bool) -> str:
-    return os.path.abspath(os.path.normpath(path)) if local and "://" not in path else path.rstrip("/")
-
-
-def _named_directly(ref: PartitionRef, item: str) -> bool:
-    """The partition folder, or one of its segment files, is the input ``item`` itself."""
-    local = ref.storage.is_local
-    given, path = _norm(item, local), _norm(ref.path, local)
-    return given == path or os.path.dirname(given) == path
-
-
 def _store_partitions(
     paths: Sequence[str], schemas: Sequence[str], read_options: ReadOptions | None, topic: str
 ) -> list[PartitionRef]:
@@ -88,11 +78,11 @@ def _store_partitions(
     if items:
         for ref in discover(items, opts):
             if ref.topic == topic:
-                found.setdefault(_norm(ref.path, ref.storage.is_local), ref)
+                found.setdefault(normalized(ref.path, ref.storage.is_local), ref)
     for item in split_paths(list(schemas), opts) if schemas else []:
         for ref in discover([item], opts):
-            if ref.topic == topic or _named_directly(ref, item):
-                found.setdefault(_norm(ref.path, ref.storage.is_local), ref)
+            if ref.topic == topic or named_directly(ref, item):
+                found.setdefault(normalized(ref.path, ref.storage.is_local), ref)
     return sorted(found.values(), key=lambda r: (r.log_dir, r.topic, r.partition, r.path))
 
 
@@ -118,7 +108,7 @@ def _journal_partitions(
     for group in (paths, schemas):
         items = split_paths(list(group), opts) if group else []
         for ref in discover(items, opts) if items else ():
-            key = _norm(ref.path, ref.storage.is_local)
+            key = normalized(ref.path, ref.storage.is_local)
             if key not in found and ref.segments and _is_journal(ref):
                 found[key] = ref
     return sorted(found.values(), key=lambda r: (r.log_dir, r.topic, r.partition, r.path))
@@ -133,6 +123,7 @@ def store_records(ref: PartitionRef, problems: list[str]) -> Iterator[tuple[int,
 
 
 Headers = tuple[tuple[str, bytes | None], ...]
+_R = TypeVar("_R", bound=tuple)
 
 
 def _data_records(
@@ -181,9 +172,7 @@ def _data_records(
         problems.extend(order.problems)
 
 
-def _counted(
-    records: Iterator[tuple[int, bytes | None, bytes | None]], offsets: list[int]
-) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+def _counted(records: Iterator[_R], offsets: list[int]) -> Iterator[_R]:
     """``records``, their offsets appended to ``offsets`` as they go by."""
     for rec in records:
         offsets.append(rec[0])
@@ -253,12 +242,7 @@ def _replay_journal(ref: PartitionRef, notes: list[str]) -> SchemaRegistry:
     problems: list[str] = []
     offsets: list[int] = []
 
-    def counted() -> Iterator[tuple[int, bytes | None, bytes | None, Headers]]:
-        for rec in _data_records(ref, problems):
-            offsets.append(rec[0])
-            yield rec
-
-    reg = replay_journal(counted(), ref.path)
+    reg = replay_journal(_counted(_data_records(ref, problems), offsets), ref.path)
     notes.extend(problems)
     if offsets and (offsets[0] > 0 or offsets[-1] - offsets[0] + 1 != len(offsets)):
         notes.append(

@@ -37,7 +37,6 @@ from logdoctor.formats.records import Batch
 from logdoctor.logdir import read_rate
 from logdoctor.logdir.reader import ByteReader, LogReader, iter_batches_from
 from logdoctor.logdir.refs import SegmentRef
-from logdoctor.logdir.storage import Storage
 
 __all__ = [
     "HEADER_PROBE",
@@ -284,19 +283,15 @@ def iter_batches_in_timestamps(
 # --- the same over segment refs (local or at a URI) ------------------------------------------------------
 
 
-def _read_small(location: str, storage: Storage) -> bytes:
-    try:
-        return storage.read(location)  # local: logdir.files.read_file (no symlink, no FIFO)
-    except (OSError, ValueError):
-        return b""
-
-
 def _index_bytes(seg: SegmentRef, kind: str) -> bytes:
     if seg.remote is not None:  # a remote-tier segment: its store's index (logdir.remote_reader)
         from logdoctor.logdir.remote_reader import remote_index_bytes
 
         return remote_index_bytes(seg, kind)
-    return _read_small(seg.index_path if kind == "offset" else seg.time_index_path, seg.storage)
+    try:  # local: logdir.files.read_file (no symlink, no FIFO)
+        return seg.storage.read(seg.index_path if kind == "offset" else seg.time_index_path)
+    except (OSError, ValueError):
+        return b""
 
 
 def segment_offset_entries(seg: SegmentRef) -> IndexEntries:
@@ -316,9 +311,7 @@ def segment_offset_entries(seg: SegmentRef) -> IndexEntries:
 def segment_time_entries(seg: SegmentRef) -> IndexEntries:
     """Usable entries of the segment's ``.timeindex`` (none when it is missing or unreadable)."""
     try:
-        return time_entries(
-            _index_bytes(seg, "timestamp"), seg.base_offset, source=seg.time_index_path
-        )
+        return time_entries(_index_bytes(seg, "timestamp"), seg.base_offset, source=seg.time_index_path)
     except FormatError:
         return IndexEntries()
 

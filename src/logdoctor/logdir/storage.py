@@ -326,10 +326,7 @@ class Storage:
         from pyarrow import fs
 
         info = self.filesystem.get_file_info(self.path(location))
-        if info.type == fs.FileType.NotFound:
-            return None
-        is_dir = info.type == fs.FileType.Directory
-        return Entry(self.basename(location), is_dir, 0 if is_dir else int(info.size or 0))
+        return None if info.type == fs.FileType.NotFound else _entry(self.basename(location), info)
 
     def list(self, location: str) -> list[Entry]:
         """The entries of the folder ``location`` (OSError when it cannot be listed or is none)."""
@@ -339,15 +336,7 @@ class Storage:
         from pyarrow import fs
 
         infos = self.filesystem.get_file_info(fs.FileSelector(self.path(location), recursive=False))
-        return [
-            Entry(
-                i.base_name,
-                i.type == fs.FileType.Directory,
-                0 if i.type == fs.FileType.Directory else int(i.size or 0),
-            )
-            for i in infos
-            if i.type != fs.FileType.NotFound
-        ]
+        return [_entry(i.base_name, i) for i in infos if i.type != fs.FileType.NotFound]
 
     def glob(self, pattern: str) -> list[str]:
         """Locations matching ``pattern`` (``*``, ``?``, ``[...]`` in any part; names starting with a
@@ -438,6 +427,14 @@ class Storage:
 
     def __str__(self) -> str:
         return "local" if self.is_local else self.uri_prefix
+
+
+def _entry(name: str, info: Any) -> Entry:
+    """The entry of a pyarrow ``FileInfo`` that exists."""
+    from pyarrow import fs
+
+    is_dir = info.type == fs.FileType.Directory
+    return Entry(name, is_dir, 0 if is_dir else int(info.size or 0))
 
 
 def _has_magic(part: str) -> bool:

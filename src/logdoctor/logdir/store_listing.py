@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,12 +97,8 @@ class InventoryManifest:
 
 
 def _snake(name: str) -> str:
-    out = []
-    for i, ch in enumerate(name):
-        if ch.isupper() and i > 0 and not name[i - 1].isupper():
-            out.append("_")
-        out.append(ch.lower())
-    return "".join(out)
+    """``LastModifiedDate`` -> ``last_modified_date`` (``MD5checksum`` -> ``md5checksum``)."""
+    return re.sub(r"(?<=[^A-Z])(?=[A-Z])", "_", name).lower()
 
 
 def read_inventory_manifest(location: str) -> InventoryManifest:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from logdoctor.errors import FormatError
@@ -181,14 +181,7 @@ class InvalidMarker:
     error: str
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "position": self.position,
-            "size": self.size,
-            "base_offset": self.base_offset,
-            "last_offset": self.last_offset,
-            "error": self.error,
-        }
+        return asdict(self)
 
 
 @dataclass(slots=True)

@@ -79,15 +79,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from logdoctor.replay.offset_map import (
-    OFFSET_MAP_COLUMNS,
-    ReplayMismatch,
-    offset_map,
-    offset_map_rows,
-    offset_map_schema,
-)
+from logdoctor.replay.offset_map import offset_map_rows, offset_map_schema
 from logdoctor.replay.partitioner import partition_for
-from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, other_source
+from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, live_refs, other_source
 from logdoctor.replay.source import PartitionSource, RecordColumns
 from logdoctor.replay.target import Progress, Target, TargetUnreachable
 
@@ -102,20 +96,16 @@ __all__ = [
     "DEFAULT_PARALLELISM",
     "DEFAULT_TXN_BYTES",
     "DEFAULT_TXN_RECORDS",
-    "OFFSET_MAP_COLUMNS",
     "HeldLease",
     "PartitionJob",
     "PartitionResult",
     "PartitionRunner",
     "RateLimit",
     "ReplayFailed",
-    "ReplayMismatch",
     "ReplayRefused",
     "ReplayResult",
     "apply_replay",
     "check_clients",
-    "offset_map",
-    "offset_map_schema",
     "replay_partition",
 ]
 
@@ -746,9 +736,7 @@ def apply_replay(
     check_clients(target, producer_config)
     result = ReplayResult(created_topics=_create_topics(plan, target, timeout))
     read = plan_read(plan.paths, plan.opts)
-    refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
-        (r.log_dir, r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE
-    }
+    refs = live_refs(read.refs)
     wait = lock_wait if lock_wait is not None else session_timeout_ms / 1000 * 1.5 + 3
     leases: dict[str, _Lease] = {}
     rows: list[pa.RecordBatch] | None = [] if runner is None else None
@@ -807,7 +795,6 @@ def apply_replay(
     return result
 
 
-_NOT_LIVE = ("delete", "future", "stray")
 #: the producer's delivery reports are served after every this many records (and at each flush)
 _POLL_EVERY = 1000
 

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from logdoctor.replay.plan import PartitionPlan, ReplayPlan
+from logdoctor.replay.plan import PartitionPlan, ReplayPlan, live_refs
 from logdoctor.replay.source import PartitionSource, SourceRecord
 from logdoctor.replay.target import Progress, Target
 
@@ -45,16 +45,8 @@ class ReplayMismatch(Exception):
 def offset_map_schema() -> pa.Schema:
     import pyarrow as pa
 
-    return pa.schema(
-        [
-            ("source_topic", pa.string()),
-            ("source_partition", pa.int32()),
-            ("source_offset", pa.int64()),
-            ("target_topic", pa.string()),
-            ("target_partition", pa.int32()),
-            ("target_offset", pa.int64()),
-        ]
-    )
+    types = (pa.string(), pa.int32(), pa.int64()) * 2
+    return pa.schema(list(zip(OFFSET_MAP_COLUMNS, types, strict=True)))
 
 
 def offset_map_rows(
@@ -67,17 +59,13 @@ def offset_map_rows(
     (None: the target's cleaner removed it)."""
     import pyarrow as pa
 
-    n = len(source_offsets)
+    n, schema = len(source_offsets), offset_map_schema()
+    columns = (
+        [pp.source_topic] * n, [pp.source_partition] * n, source_offsets,
+        [pp.target_topic] * n, target_partitions, target_offsets,
+    )  # fmt: skip
     return pa.RecordBatch.from_arrays(
-        [
-            pa.array([pp.source_topic] * n, pa.string()),
-            pa.array([pp.source_partition] * n, pa.int32()),
-            pa.array(source_offsets, pa.int64()),
-            pa.array([pp.target_topic] * n, pa.string()),
-            pa.array(target_partitions, pa.int32()),
-            pa.array(target_offsets, pa.int64()),
-        ],
-        schema=offset_map_schema(),
+        [pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
     )
 
 
@@ -93,15 +81,13 @@ def offset_map(
     source's records in order: each pair is checked (key, value, headers, CreateTime timestamp), a
     difference raises :class:`ReplayMismatch`. ``only``: the source partitions (``topic-N``) to map (None:
     every one). Memory: one chunk of rows."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
     from logdoctor.logdir.read_plan import plan_read
 
     target = Target(plan.bootstrap, plan.admin_config, timeout)
     read = plan_read(plan.paths, plan.opts)
-    refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
-        (r.log_dir, r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE
-    }
+    refs = live_refs(read.refs)
     chosen = None if only is None else set(only)
     rehashed: dict[str, list[PartitionPlan]] = {}
     for pp in plan.partitions:
@@ -130,17 +116,7 @@ def offset_map(
             continue
         ref = refs[(pp.log_dir, pp.source_topic, pp.source_partition)]
         source = PartitionSource.of(ref, plan.opts, read.decisions)
-        consumer = Consumer(
-            target.client_config(
-                {
-                    "group.id": f"{pp.group}-check",
-                    "enable.auto.commit": False,
-                    "isolation.level": "read_committed",
-                    "enable.partition.eof": True,
-                    **dict(consumer_config or {}),
-                }
-            )
-        )
+        consumer = _check_consumer(target, f"{pp.group}-check", consumer_config)
         try:
             consumer.assign([TopicPartition(topic, partition, prog.first_target_offset)])
             src = source.records()
@@ -252,18 +228,28 @@ class _Cleaned:
 
 
 def _same(rec: SourceRecord, msg: Any, pp: PartitionPlan) -> None:
-    where = f"{pp.name}@{rec.offset} -> {pp.target_topic}-{pp.target_partition}@{msg.offset()}"
+    differ = _difference(rec, msg)
+    if differ is not None:
+        where = f"{pp.name}@{rec.offset} -> {pp.target_topic}-{pp.target_partition}@{msg.offset()}"
+        raise ReplayMismatch(f"{where}: {differ}")
+
+
+def _equal(rec: SourceRecord, msg: Any) -> bool:
+    return _difference(rec, msg) is None
+
+
+def _difference(rec: SourceRecord, msg: Any) -> str | None:
+    """How the record read back ``msg`` differs from the source's ``rec`` (None: it does not: key, value,
+    headers and, where the source has one, the timestamp)."""
     if msg.key() != rec.key or msg.value() != rec.value:
-        raise ReplayMismatch(f"{where}: key or value differ")
+        return "key or value differ"
     headers = [(k, v) for k, v in (msg.headers() or [])]
     if headers != (rec.headers or []):
-        raise ReplayMismatch(f"{where}: headers differ: {headers!r} != {rec.headers!r}")
+        return f"headers differ: {headers!r} != {rec.headers!r}"
     ts_type, ts = msg.timestamp()
     if rec.timestamp > 0 and ts != rec.timestamp:
-        raise ReplayMismatch(f"{where}: timestamp {ts} (type {ts_type}) != {rec.timestamp}")
-
-
-_NOT_LIVE = ("delete", "future", "stray")
+        return f"timestamp {ts} (type {ts_type}) != {rec.timestamp}"
+    return None
 
 
 def _rehashed_map(
@@ -280,7 +266,7 @@ def _rehashed_map(
 ) -> Iterator[pa.RecordBatch]:
     """The map of one re-hashed target topic (the module doc). ``compacted``: records the target's cleaner
     removed are passed over, each source partition looked ahead of at most :data:`_AHEAD` records."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
     from logdoctor.replay.partitioner import partition_for
 
@@ -312,17 +298,7 @@ def _rehashed_map(
         rows: list[list[tuple[int, int | None]]] = [[] for _ in heads]
         cleaned = _Cleaned(f"{topic}-{at}") if compacted else None
         after = [-1] * len(heads)  # per source partition, the target offset of its last record kept
-        consumer = Consumer(
-            target.client_config(
-                {
-                    "group.id": f"logdoctor-rehash-{topic}-check",
-                    "enable.auto.commit": False,
-                    "isolation.level": "read_committed",
-                    "enable.partition.eof": True,
-                    **dict(consumer_config or {}),
-                }
-            )
-        )
+        consumer = _check_consumer(target, f"logdoctor-rehash-{topic}-check", consumer_config)
         try:
             consumer.assign([TopicPartition(topic, at, OFFSET_BEGINNING)])
             deadline = time.monotonic() + timeout
@@ -383,6 +359,23 @@ def _rehashed_map(
             yield offset_map_rows(pp, [o for o, _t in pairs], [at] * len(pairs), [t for _o, t in pairs])
 
 
+def _check_consumer(target: Target, group: str, consumer_config: Mapping[str, Any] | None) -> Any:
+    """A consumer that reads the replayed records back as ``read_committed`` consumers read them."""
+    from confluent_kafka import Consumer
+
+    return Consumer(
+        target.client_config(
+            {
+                "group.id": group,
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                **dict(consumer_config or {}),
+            }
+        )
+    )
+
+
 def _high_watermark(consumer: Any, topic: str, partition: int, timeout: float) -> int:
     """The partition's high watermark as the broker has it now (librdkafka also says EOF after a fetch of
     aborted batches alone, short of it)."""
@@ -428,11 +421,3 @@ class _Ahead:
         yield from self.buf
         self.buf.clear()
         yield from self.records
-
-
-def _equal(rec: SourceRecord, msg: Any) -> bool:
-    if msg.key() != rec.key or msg.value() != rec.value:
-        return False
-    if [(k, v) for k, v in (msg.headers() or [])] != (rec.headers or []):
-        return False
-    return rec.timestamp <= 0 or msg.timestamp()[1] == rec.timestamp

@@ -50,18 +50,19 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from logdoctor.formats.record_types import Compression
+from logdoctor.logdir.names import topic_name_problem
 from logdoctor.logdir.read_options import ReadOptions
+from logdoctor.logdir.refs import PartitionRef
 from logdoctor.logdir.transactions import READ_COMMITTED, count_left_out
 from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS, SAME, partition_for
 from logdoctor.replay.target import (
     Progress,
     Target,
     describe_source,
-    legal_topic,
     rehash_group,
     rehash_transactional_id,
     replay_group,
@@ -99,7 +100,7 @@ class Conflict:
     message: str
 
     def to_json(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
+        return asdict(self)
 
 
 class TopicMap:
@@ -546,25 +547,23 @@ def check_partition(pp: PartitionPlan, configs: Mapping[str, str], now_ms: int |
                 f"retention.ms={retention}: the target deletes them once their segment rolls",
             )
         )
-    before = _int(configs.get("message.timestamp.before.max.ms"))
-    after = _int(configs.get("message.timestamp.after.max.ms"))
-    oldest, newest = pp.min_timestamp, pp.max_timestamp
-    if before is not None and before < _LONG_MAX and oldest is not None and oldest < now_ms - before:
-        pp.conflicts.append(
-            Conflict(
-                "TIMESTAMP_REJECTED",
-                f"{pp.name}: records as old as {pp.min_timestamp} are older than {pp.target_topic}'s "
-                f"message.timestamp.before.max.ms={before} allows: the broker refuses them",
+    for when, ts, sign in (("before", pp.min_timestamp, -1), ("after", pp.max_timestamp, 1)):
+        limit = _int(configs.get(f"message.timestamp.{when}.max.ms"))
+        if limit is not None and limit < _LONG_MAX and ts is not None and (ts - now_ms) * sign > limit:
+            age, than = ("old", "older") if sign < 0 else ("new", "newer")
+            pp.conflicts.append(
+                Conflict(
+                    "TIMESTAMP_REJECTED",
+                    f"{pp.name}: records as {age} as {ts} are {than} than {pp.target_topic}'s "
+                    f"message.timestamp.{when}.max.ms={limit} allows: the broker refuses them",
+                )
             )
-        )
-    if after is not None and after < _LONG_MAX and newest is not None and newest > now_ms + after:
-        pp.conflicts.append(
-            Conflict(
-                "TIMESTAMP_REJECTED",
-                f"{pp.name}: records as new as {pp.max_timestamp} are newer than {pp.target_topic}'s "
-                f"message.timestamp.after.max.ms={after} allows: the broker refuses them",
-            )
-        )
+
+
+def live_refs(refs: Iterable[PartitionRef]) -> dict[tuple[str, str, int], PartitionRef]:
+    """The partitions a replay reads (not :data:`_NOT_LIVE`) by log dir, topic and partition: of several
+    copies (``SEVERAL_REPLICAS`` accepted), the plan's is the one of its log dir."""
+    return {(r.log_dir, r.topic, r.partition): r for r in refs if r.kind not in _NOT_LIVE}
 
 
 def _int(text: str | None) -> int | None:
@@ -610,7 +609,7 @@ def plan_replay(
     read = plan_read(paths, opts)
     target = Target(bootstrap, admin_config, timeout)
     cluster_id = target.cluster_id
-    refs, several = single_replicas([r for r in read.refs if r.kind not in _NOT_LIVE])
+    refs, several = single_replicas(list(live_refs(read.refs).values()))
     plan = ReplayPlan(
         tuple(read.items), opts, bootstrap, cluster_id, [], [], dict(admin_config or {}),
         [p.message for p in read.not_read], list(read.left_out), partitioner=partitioner,
@@ -641,7 +640,7 @@ def plan_replay(
             continue
         new = mapping(ref.topic)
         tp = TopicPlan(ref.topic, new, new in existing, existing.get(new))
-        bad = legal_topic(new)
+        bad = topic_name_problem(new)
         if bad is not None:
             tp.conflicts.append(Conflict("BAD_TARGET_NAME", f"{ref.topic} -> {new!r}: {bad}"))
         other = targets_of.get(new)

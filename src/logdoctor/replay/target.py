@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -592,17 +591,3 @@ def _retrying(call: Any, timeout: float, what: str = "the admin client") -> Any:
             if time.monotonic() > deadline:
                 raise TargetUnreachable(f"{what}: {_why(exc, timeout)}") from None
             time.sleep(0.3)
-
-
-_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
-
-
-def legal_topic(name: str) -> str | None:
-    """Why ``name`` cannot be a topic (K:clients/.../common/internals/Topic.java validate), None if it can."""
-    if not name or name in (".", ".."):
-        return "empty, '.' or '..'"
-    if len(name) > 249:
-        return "longer than 249 characters"
-    if not _LEGAL.fullmatch(name):
-        return "characters other than ASCII letters, digits, '.', '_' and '-'"
-    return None
