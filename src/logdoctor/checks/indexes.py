@@ -57,17 +57,22 @@ ENTRY_SIZE = {
 }
 
 
+def first_recovered(st: PartitionState) -> int:
+    """Index of the first segment LogLoader.recoverLog re-reads: the one holding the recovery point
+    (``LogSegments.values(recoveryPoint, ...)`` starts at the floor segment; no checkpoint entry is
+    recovery point 0, every segment)."""
+    rp = st.task.recovery_point or 0
+    return max((i for i, s in enumerate(st.segments) if s.base_offset <= rp), default=0)
+
+
 def recovered_at_next_start(st: PartitionState, seg: Segment) -> bool:
     """Whether the broker's next start recovers ``seg``, rebuilding its indexes from the .log whatever they
     hold: no clean-shutdown marker, and ``seg`` is the segment holding the partition's recovery point or a
-    later one (LogLoader.recoverLog walks ``LogSegments.values(recoveryPoint, ...)``, which starts at the
-    floor segment; no checkpoint entry is recovery point 0, every segment). Not said of a running broker's
-    dir (``live``): its next start follows a stop that may be clean."""
+    later one (:func:`first_recovered`). Not said of a running broker's dir (``live``): its next start
+    follows a stop that may be clean."""
     if st.task.clean_shutdown or st.task.live or not st.segments:
         return False
-    rp = st.task.recovery_point or 0
-    floor = [s.base_offset for s in st.segments if s.base_offset <= rp]
-    return not floor or seg.base_offset >= floor[-1]
+    return seg.base_offset >= st.segments[first_recovered(st)].base_offset
 
 
 def _recovery_clause(recovery_point: int | None, base_offset: int) -> str:
