@@ -268,14 +268,6 @@ def choice_key(latest_epoch: int | None, log_end_offset: int | None, path: str) 
     return reference_key(latest_epoch, log_end_offset, path)
 
 
-def _newest(ps: list[PartitionReport]) -> PartitionReport:
-    """Of several replicas of a partition, the leader's as far as the files tell (:func:`choice_key`)."""
-    return min(
-        ps,
-        key=lambda p: choice_key(latest_epoch(p.leader_epochs), p.log_end_offset, p.path),
-    )
-
-
 def log_range(p: PartitionReport) -> tuple[int, int] | None:
     """``(log start, log end)`` a consumer of the replica sees when its broker has loaded it; a folder
     without segments gets one at its log start checkpoint entry (0 without one: K:storage/.../log/
@@ -294,12 +286,16 @@ def log_range(p: PartitionReport) -> tuple[int, int] | None:
 def replicas_by_partition(
     parts: Iterable[PartitionReport], clusters: dict[str, str | None]
 ) -> dict[tuple[str | None, str, int], PartitionReport]:
-    """(cluster id, topic, partition) -> the replica whose range a consumer sees (:func:`_newest`)."""
+    """(cluster id, topic, partition) -> the replica whose range a consumer sees: of several, the leader's
+    as far as the files tell (:func:`choice_key`)."""
     by: dict[tuple[str | None, str, int], list[PartitionReport]] = {}
     for p in parts:
         if p.kind == DirKind.LOG.value and log_range(p) is not None:
             by.setdefault((clusters.get(p.log_dir), p.topic, p.partition), []).append(p)
-    return {k: _newest(v) for k, v in by.items()}
+    return {
+        k: min(v, key=lambda p: choice_key(latest_epoch(p.leader_epochs), p.log_end_offset, p.path))
+        for k, v in by.items()
+    }
 
 
 def out_of_range(

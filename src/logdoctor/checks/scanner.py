@@ -41,6 +41,7 @@ from logdoctor.checks.tiered import (
     remote_metadata_evidence,
     tiering,
     topic_tiering,
+    usable_offsets,
 )
 from logdoctor.checks.topic_config import (
     LOG_RETENTION_MS,
@@ -49,7 +50,7 @@ from logdoctor.checks.topic_config import (
     TopicConfigResolver,
 )
 from logdoctor.formats.folders import Listed, list_folders
-from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
+from logdoctor.logdir.model import LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
     CLEANER_OFFSET_CHECKPOINT,
     CONSUMER_OFFSETS_TOPIC,
@@ -320,8 +321,9 @@ def scan(
         user = options.broker_user or BrokerUser.owner_of(p)
         rep = LogDirReport(p, user)
         check_root(ld, rep)
-        rps, hws, lss, cls = (
-            ld.checkpoint(n)
+        # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
+        rp_of, hw_of, ls_of, cl_of = (
+            usable_offsets(ld.checkpoint(n))
             for n in (
                 RECOVERY_POINT_CHECKPOINT,
                 REPLICATION_OFFSET_CHECKPOINT,
@@ -329,9 +331,6 @@ def scan(
                 CLEANER_OFFSET_CHECKPOINT,
             )
         )
-
-        # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
-        rp_of, hw_of, ls_of, cl_of = (_usable_offsets(cp) for cp in (rps, hws, lss, cls))
         clean = rep.clean_shutdown
         log_kind = DirKind.LOG.value  # the live folders (no enum lookup for each of 50,000)
         for dn, path, name in ld.partition_folders:  # no Partition made for each (50,000)
@@ -597,11 +596,6 @@ def _remote_audit(
     return out
 
 
-def _usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:
-    """A checkpoint's offsets as the broker uses them: none from a file it cannot read."""
-    return {} if cp.error is not None or cp.problems else cp.offsets
-
-
 def _replayed_tiering(
     results: list[PartitionReport],
     by_task: Callable[[], dict[tuple[str, str], PartitionTask]],
@@ -677,8 +671,4 @@ def _metadata_log_damage(mdir: str, image: MetadataImage | None, results: list[P
 
 
 def _dir_index(path: str, order: dict[str, int]) -> int:
-    best = len(order)
-    for d, i in order.items():
-        if path == d or path.startswith(d + os.sep):
-            best = min(best, i)
-    return best
+    return min((i for d, i in order.items() if path == d or path.startswith(d + os.sep)), default=len(order))
