@@ -112,17 +112,17 @@ def verdict_text(
         )
     verdicts = sanity_check_all_eras(kind, data, base_offset, source=path)
     rejecting = [era for era, v in verdicts.items() if not v.passed]
+    first = verdicts[rejecting[0]] if rejecting else None
+    eras = ", ".join(ERA_LABEL[e] for e in rejecting)
     if recovered:
         clause = _recovery_clause(recovery_point, base_offset)
-        if not rejecting:
+        if first is None:
             return f"No Kafka version's sanity check rejects it, but {clause}", []
-        first = verdicts[rejecting[0]]
-        eras = ", ".join(ERA_LABEL[e] for e in rejecting)
         return (
             f"Kafka {eras} reject it ({first.exception}: {first.message}); whatever the version, {clause}",
             rejecting,
         )
-    if not rejecting:
+    if first is None:
         use = (
             "time lookups (offsetsForTimes) and time retention read its last entry as the segment's largest "
             "timestamp (KAFKA-10207)"
@@ -135,8 +135,6 @@ def verdict_text(
             "--index-sanity-check / --verify-index-only show it)",
             [],
         )
-    first = verdicts[rejecting[0]]
-    eras = ", ".join(ERA_LABEL[e] for e in rejecting)
     text = (
         f"Kafka {eras} reject it ({first.exception}: {first.message}): brokers up to 2.2 delete the "
         "segment's .index/.timeindex and rebuild them from the .log at startup (Log.loadSegmentFiles: "
@@ -190,11 +188,7 @@ def report_corrupt(
 
 #: the brokers that check every segment's indexes when they load a log, by sanity-check era: up to 2.2
 #: (K:core/src/main/scala/kafka/log/Log.scala loadSegmentFiles; since 2.3, KAFKA-7283, none)
-LOAD_CHECK_LABEL = {
-    SanityEra.KAFKA_0_8: "0.8-1.0",
-    SanityEra.KAFKA_1_1: "1.1",
-    SanityEra.KAFKA_2_0: "2.0-2.2",
-}
+LOAD_CHECK_LABEL = {**ERA_LABEL, SanityEra.KAFKA_2_0: "2.0-2.2"}
 
 
 def rejected_at_load(st: PartitionState, seg: Segment, kind: IndexKind, data: bytes) -> list[SanityVerdict]:

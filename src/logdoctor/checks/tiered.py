@@ -106,16 +106,12 @@ def broker_remote_evidence(log_dirs: Iterable[str | os.PathLike[str]]) -> Broker
         try:
             with os.scandir(os.fspath(d)) as it:
                 for e in it:
-                    if not e.is_dir(follow_symlinks=False):
-                        continue
-                    if e.name == REMOTE_LOG_INDEX_CACHE_DIR:
-                        found.append(e.path)
-                        continue
                     # every folder of that topic (-N, and -delete/-future/-stray) starts with its name
-                    if not e.name.startswith(REMOTE_LOG_METADATA_TOPIC):
-                        continue
-                    pd = parse_partition_dir(e.name)
-                    if pd is not None and pd.topic == REMOTE_LOG_METADATA_TOPIC:
+                    pd = parse_partition_dir(e.name) if e.name.startswith(REMOTE_LOG_METADATA_TOPIC) else None
+                    ours = e.name == REMOTE_LOG_INDEX_CACHE_DIR or (
+                        pd and pd.topic == REMOTE_LOG_METADATA_TOPIC
+                    )
+                    if ours and e.is_dir(follow_symlinks=False):
                         found.append(e.path)
         except OSError:
             continue
