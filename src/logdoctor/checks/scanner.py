@@ -41,8 +41,8 @@ from logdoctor.checks.tiered import (
     remote_metadata_evidence,
     tiering,
     topic_tiering,
-    usable_offsets,
 )
+from logdoctor.checks.tiered import usable_offsets as _usable_offsets
 from logdoctor.checks.topic_config import (
     LOG_RETENTION_MS,
     TRANSACTION_MAX_TIMEOUT_MS,
@@ -52,12 +52,9 @@ from logdoctor.checks.topic_config import (
 from logdoctor.formats.folders import Listed, list_folders
 from logdoctor.logdir.model import LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
-    CLEANER_OFFSET_CHECKPOINT,
     CONSUMER_OFFSETS_TOPIC,
-    LOG_START_OFFSET_CHECKPOINT,
     METADATA_TOPIC,
-    RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
+    OFFSET_CHECKPOINT_FILES,
     TRANSACTION_STATE_TOPIC,
     DirKind,
     RootEntryKind,
@@ -322,15 +319,7 @@ def scan(
         rep = LogDirReport(p, user)
         check_root(ld, rep)
         # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
-        rp_of, hw_of, ls_of, cl_of = (
-            usable_offsets(ld.checkpoint(n))
-            for n in (
-                RECOVERY_POINT_CHECKPOINT,
-                REPLICATION_OFFSET_CHECKPOINT,
-                LOG_START_OFFSET_CHECKPOINT,
-                CLEANER_OFFSET_CHECKPOINT,
-            )
-        )
+        rp_of, ls_of, hw_of, cl_of = (_usable_offsets(ld.checkpoint(n)) for n in OFFSET_CHECKPOINT_FILES)
         clean = rep.clean_shutdown
         log_kind = DirKind.LOG.value  # the live folders (no enum lookup for each of 50,000)
         for dn, path, name in ld.partition_folders:  # no Partition made for each (50,000)
