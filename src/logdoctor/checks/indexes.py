@@ -236,8 +236,8 @@ def report_preallocated_unclean(
     rejecting = rejected_at_load(st, seg, kind, data)
     if not rejecting:
         return
-    eras = ", ".join(LOAD_CHECK_LABEL[v.era] for v in rejecting)
-    words = "; ".join(f"{LOAD_CHECK_LABEL[v.era]}: '{_broker_words(seg, v)}'" for v in rejecting)
+    labels = [LOAD_CHECK_LABEL[v.era] for v in rejecting]
+    said = [_broker_words(seg, v) for v in rejecting]
     st.make(
         "INDEX_PREALLOCATED_UNCLEAN",
         path,
@@ -246,13 +246,11 @@ def report_preallocated_unclean(
         index=_WHAT[kind],
         zeros=slots - real,
         real=real,
-        eras=eras,
-        words=f"({words})",
-        details={
-            "index": _WHAT[kind],
-            "rejected_by": [LOAD_CHECK_LABEL[v.era] for v in rejecting],
-            "broker_log": [_broker_words(seg, v) for v in rejecting],
-        },
+        eras=", ".join(labels),
+        words="({})".format(
+            "; ".join(f"{label}: '{words}'" for label, words in zip(labels, said, strict=True))
+        ),
+        details={"index": _WHAT[kind], "rejected_by": labels, "broker_log": said},
     )
 
 
