@@ -115,10 +115,6 @@ class OutOfRange:
         """Offsets ``latest`` never reads: from the commit (or the log start) to the log end."""
         return self.log_end_offset - self.commit.offset if self.below else 0
 
-    @property
-    def latest_rereads(self) -> int:
-        return 0
-
     def details(self) -> dict[str, object]:
         c = self.commit
         return {
@@ -131,7 +127,7 @@ class OutOfRange:
             "earliest_skips": self.earliest_skips,
             "earliest_rereads": self.earliest_rereads,
             "latest_skips": self.latest_skips,
-            "latest_rereads": self.latest_rereads,
+            "latest_rereads": 0,  # ``latest`` resumes at the log end: nothing read again
             "commit_timestamp": c.commit_timestamp,
             "consumer_offsets_partition": c.source,
             "commit_record_offset": c.record_offset,
@@ -268,14 +264,6 @@ def choice_key(latest_epoch: int | None, log_end_offset: int | None, path: str) 
     return reference_key(latest_epoch, log_end_offset, path)
 
 
-def _newest(ps: list[PartitionReport]) -> PartitionReport:
-    """Of several replicas of a partition, the leader's as far as the files tell (:func:`choice_key`)."""
-    return min(
-        ps,
-        key=lambda p: choice_key(latest_epoch(p.leader_epochs), p.log_end_offset, p.path),
-    )
-
-
 def log_range(p: PartitionReport) -> tuple[int, int] | None:
     """``(log start, log end)`` a consumer of the replica sees when its broker has loaded it; a folder
     without segments gets one at its log start checkpoint entry (0 without one: K:storage/.../log/
@@ -294,12 +282,16 @@ def log_range(p: PartitionReport) -> tuple[int, int] | None:
 def replicas_by_partition(
     parts: Iterable[PartitionReport], clusters: dict[str, str | None]
 ) -> dict[tuple[str | None, str, int], PartitionReport]:
-    """(cluster id, topic, partition) -> the replica whose range a consumer sees (:func:`_newest`)."""
+    """(cluster id, topic, partition) -> the replica whose range a consumer sees: of several, the leader's
+    as far as the files tell (:func:`choice_key`)."""
     by: dict[tuple[str | None, str, int], list[PartitionReport]] = {}
     for p in parts:
         if p.kind == DirKind.LOG.value and log_range(p) is not None:
             by.setdefault((clusters.get(p.log_dir), p.topic, p.partition), []).append(p)
-    return {k: _newest(v) for k, v in by.items()}
+    return {
+        k: min(v, key=lambda p: choice_key(latest_epoch(p.leader_epochs), p.log_end_offset, p.path))
+        for k, v in by.items()
+    }
 
 
 def out_of_range(
@@ -420,10 +412,11 @@ def commit_rows(parts: list[PartitionReport]) -> list[dict[str, object]]:
     return out
 
 
-def out_of_range_of_row(row: Mapping[str, Any]) -> OutOfRange | None:
-    """The census's judgement of one consumer-group row (census_sql.consumer_group_table: a commit of the
-    chosen ``__consumer_offsets`` replica, and the log range of the replica :func:`choice_key` chooses for
-    its partition), by :func:`judge`, the scan's: None when in range or when the range is not known."""
+def finding_of_row(row: Mapping[str, Any]) -> Finding | None:
+    """CONSUMER_OFFSET_OUT_OF_RANGE of a census consumer-group row (census_sql.consumer_group_table: a
+    commit of the chosen ``__consumer_offsets`` replica, and the log range of the replica :func:`choice_key`
+    chooses for its partition), judged by :func:`judge` and made by :func:`finding` as the scan's, on the
+    chosen replica's folder and log dir; None when in range or when the range is not known."""
     start, end = row.get("log_start_offset"), row.get("log_end_offset")
     if start is None or end is None or row.get("committed_offset") is None:
         return None
@@ -438,14 +431,11 @@ def out_of_range_of_row(row: Mapping[str, Any]) -> OutOfRange | None:
         row.get("commit_topic_id"),
     )
     o = judge(commit, int(start), int(end))
-    return None if o is None else dataclasses.replace(o, topic_id=row.get("topic_id"))
-
-
-def finding_of_row(row: Mapping[str, Any]) -> Finding | None:
-    """CONSUMER_OFFSET_OUT_OF_RANGE of a census consumer-group row, as the scan makes it (:func:`finding`,
-    on the chosen replica's folder and log dir); None: in range."""
-    o = out_of_range_of_row(row)
-    return None if o is None else finding(o, str(row["path"]), str(row["log_dir"]))
+    if o is None:
+        return None
+    return finding(
+        dataclasses.replace(o, topic_id=row.get("topic_id")), str(row["path"]), str(row["log_dir"])
+    )
 
 
 def offsets_out_of_range(parts: list[PartitionReport], clusters: dict[str, str | None]) -> list[Finding]:

@@ -162,14 +162,11 @@ class PartitionReport:
         """``configs``: the JSON of each TopicConfig already made, by ``id`` (shared by the partitions of a
         report: one topic's partitions share its TopicConfig, whose JSON is then made once)."""
         cfg = self.topic_config
-        if cfg is None:
-            cfg_json = None
-        elif configs is None:
+        cfg_json = None if cfg is None or configs is None else configs.get(id(cfg))
+        if cfg is not None and cfg_json is None:
             cfg_json = cfg.to_json()
-        else:
-            cfg_json = configs.get(id(cfg))
-            if cfg_json is None:
-                cfg_json = configs[id(cfg)] = cfg.to_json()
+            if configs is not None:
+                configs[id(cfg)] = cfg_json
         return {
             "topic": self.topic,
             "partition": self.partition,

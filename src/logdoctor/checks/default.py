@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from logdoctor.checks.context import SegmentInfo
-from logdoctor.checks.indexes import ENTRY_SIZE, analyze_index, analyze_txn_index
+from logdoctor.checks.indexes import ENTRY_SIZE, analyze_index, analyze_txn_index, first_recovered
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.segment_walk import WalkResult, walk
 from logdoctor.checks.timestamps import RISK_TOLERANCE_MS, broker_largest_timestamp, check_retention_risk
@@ -57,16 +57,6 @@ def check_all_indexes(st: PartitionState) -> None:
         check_segment_indexes(st, i)
 
 
-def first_recovered(st: PartitionState) -> int:
-    """Index of the first segment LogLoader.recoverLog re-reads: the one holding the recovery point."""
-    rp = st.task.recovery_point if st.task.recovery_point is not None else 0
-    first = 0
-    for i, seg in enumerate(st.segments):
-        if seg.base_offset <= rp:
-            first = i
-    return first
-
-
 def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
     """LOG_CORRUPT for the damage of one walked segment, with what the broker would do about it."""
     seg = st.segments[i]
@@ -77,9 +67,9 @@ def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
     rebuilt = not recovered and seg.index_file is None and i < len(st.segments) - 1
     later = st.segments[i + 1 :]
     dropped = truncation_effects(st, i, walk)
+    lost_off = _first_lost(seg, walk)
     for k, d in enumerate(walk.damage):
         if k == 0 and rebuilt:
-            lost_off = (walk.valid_last_offset + 1) if walk.valid_last_offset is not None else seg.base_offset
             consequence = (
                 f". At the next start the broker recovers this segment to rebuild its missing offset index "
                 f"(LogLoader.loadSegmentFiles: 'Could not find offset index file'), which truncates "
@@ -88,7 +78,6 @@ def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
                 "CorruptRecordException"
             )
         elif k == 0 and recovered:
-            lost_off = (walk.valid_last_offset + 1) if walk.valid_last_offset is not None else seg.base_offset
             consequence = (
                 f". At the next start (no clean shutdown) the broker's recovery truncates {seg.log_name} to "
                 f"{walk.valid_bytes} bytes, losing the data from offset {lost_off} on"
@@ -124,6 +113,11 @@ def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
         )
 
 
+def _first_lost(seg: Segment, walk: WalkResult) -> int:
+    """The first offset a truncation at ``walk.valid_bytes`` loses."""
+    return walk.valid_last_offset + 1 if walk.valid_last_offset is not None else seg.base_offset
+
+
 def log_corrupt_repair(st: PartitionState) -> str:
     """The ``{repair}`` of a LOG_CORRUPT finding: the repair that plans from the same depth as the scan that
     found it (a CRC mismatch only ``scan --deep`` reads is invisible to a default-depth repair, which would
@@ -143,36 +137,27 @@ def truncation_effects(st: PartitionState, i: int, walk: WalkResult) -> str:
     seg = st.segments[i]
     later = st.segments[i + 1 :]
     cut_records = max(0, walk.records - walk.valid_records)
-    first_lost = walk.valid_last_offset + 1 if walk.valid_last_offset is not None else seg.base_offset
-    later_records = 0
-    later_bytes = 0
-    last_offset: int | None = walk.last_offset
-    counted = True
-    for s in later:
-        later_bytes += st.infos[s.base_offset].size
-        w = st.walk(s, verify_crc=False)
-        if w is None:
-            counted = False
-            continue
-        later_records += w.records
-        if w.last_offset is not None:
-            last_offset = w.last_offset
-    lost = cut_records + later_records
-    text = ""
-    if later:
-        text += (
-            f", and moves the {len(later)} later segment(s) ({later_bytes:,} bytes, "
-            f"{later_records:,}{'' if counted else '+'} records) to the backup as the broker's recovery "
-            "deletes them (LogLoader.recoverLog)"
-        )
-    span = ""
-    if last_offset is not None and last_offset >= first_lost:
-        span = f" (offsets {first_lost} to {last_offset})"
-    text += (
-        f"; {lost:,}{'' if counted else '+'} record(s) leave the log{span}, the log end becomes offset "
+    first_lost = _first_lost(seg, walk)
+    walks = [st.walk(s, verify_crc=False) for s in later]
+    later_records = sum(w.records for w in walks if w is not None)
+    last_offset = next(
+        (w.last_offset for w in reversed(walks) if w is not None and w.last_offset is not None),
+        walk.last_offset,
+    )
+    plus = "+" if any(w is None for w in walks) else ""  # a later segment not walked: its records not counted
+    later_bytes = sum(st.infos[s.base_offset].size for s in later)
+    text = (
+        f", and moves the {len(later)} later segment(s) ({later_bytes:,} bytes, {later_records:,}{plus} "
+        "records) to the backup as the broker's recovery deletes them (LogLoader.recoverLog)"
+        if later
+        else ""
+    )
+    seen = last_offset is not None and last_offset >= first_lost
+    span = f" (offsets {first_lost} to {last_offset})" if seen else ""
+    return text + (
+        f"; {cut_records + later_records:,}{plus} record(s) leave the log{span}, the log end becomes offset "
         f"{first_lost}, and the indexes, producer snapshots and checkpoints follow it"
     )
-    return text
 
 
 INT32_MAX = 2**31 - 1

@@ -187,10 +187,7 @@ def _small_entries(kind: IndexKind, data: bytes) -> list[tuple[int, int]]:
         ents = [(rel, ts) for ts, rel in struct.iter_unpack(">qi", data)]
     if not ents or ents[0] == (0, 0):
         return []
-    for i in range(1, len(ents)):
-        if ents[i][0] == 0:
-            return ents[:i]
-    return ents
+    return ents[: next((i for i in range(1, len(ents)) if ents[i][0] == 0), len(ents))]
 
 
 def _small_offset_mismatch(ents: list[tuple[int, int]], seg: Segment, w: WalkResult) -> _Found:

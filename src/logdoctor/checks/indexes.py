@@ -57,17 +57,22 @@ ENTRY_SIZE = {
 }
 
 
+def first_recovered(st: PartitionState) -> int:
+    """Index of the first segment LogLoader.recoverLog re-reads: the one holding the recovery point
+    (``LogSegments.values(recoveryPoint, ...)`` starts at the floor segment; no checkpoint entry is
+    recovery point 0, every segment)."""
+    rp = st.task.recovery_point or 0
+    return max((i for i, s in enumerate(st.segments) if s.base_offset <= rp), default=0)
+
+
 def recovered_at_next_start(st: PartitionState, seg: Segment) -> bool:
     """Whether the broker's next start recovers ``seg``, rebuilding its indexes from the .log whatever they
     hold: no clean-shutdown marker, and ``seg`` is the segment holding the partition's recovery point or a
-    later one (LogLoader.recoverLog walks ``LogSegments.values(recoveryPoint, ...)``, which starts at the
-    floor segment; no checkpoint entry is recovery point 0, every segment). Not said of a running broker's
-    dir (``live``): its next start follows a stop that may be clean."""
+    later one (:func:`first_recovered`). Not said of a running broker's dir (``live``): its next start
+    follows a stop that may be clean."""
     if st.task.clean_shutdown or st.task.live or not st.segments:
         return False
-    rp = st.task.recovery_point or 0
-    floor = [s.base_offset for s in st.segments if s.base_offset <= rp]
-    return not floor or seg.base_offset >= floor[-1]
+    return seg.base_offset >= st.segments[first_recovered(st)].base_offset
 
 
 def _recovery_clause(recovery_point: int | None, base_offset: int) -> str:
@@ -107,17 +112,17 @@ def verdict_text(
         )
     verdicts = sanity_check_all_eras(kind, data, base_offset, source=path)
     rejecting = [era for era, v in verdicts.items() if not v.passed]
+    first = verdicts[rejecting[0]] if rejecting else None
+    eras = ", ".join(ERA_LABEL[e] for e in rejecting)
     if recovered:
         clause = _recovery_clause(recovery_point, base_offset)
-        if not rejecting:
+        if first is None:
             return f"No Kafka version's sanity check rejects it, but {clause}", []
-        first = verdicts[rejecting[0]]
-        eras = ", ".join(ERA_LABEL[e] for e in rejecting)
         return (
             f"Kafka {eras} reject it ({first.exception}: {first.message}); whatever the version, {clause}",
             rejecting,
         )
-    if not rejecting:
+    if first is None:
         use = (
             "time lookups (offsetsForTimes) and time retention read its last entry as the segment's largest "
             "timestamp (KAFKA-10207)"
@@ -130,8 +135,6 @@ def verdict_text(
             "--index-sanity-check / --verify-index-only show it)",
             [],
         )
-    first = verdicts[rejecting[0]]
-    eras = ", ".join(ERA_LABEL[e] for e in rejecting)
     text = (
         f"Kafka {eras} reject it ({first.exception}: {first.message}): brokers up to 2.2 delete the "
         "segment's .index/.timeindex and rebuild them from the .log at startup (Log.loadSegmentFiles: "
@@ -185,11 +188,7 @@ def report_corrupt(
 
 #: the brokers that check every segment's indexes when they load a log, by sanity-check era: up to 2.2
 #: (K:core/src/main/scala/kafka/log/Log.scala loadSegmentFiles; since 2.3, KAFKA-7283, none)
-LOAD_CHECK_LABEL = {
-    SanityEra.KAFKA_0_8: "0.8-1.0",
-    SanityEra.KAFKA_1_1: "1.1",
-    SanityEra.KAFKA_2_0: "2.0-2.2",
-}
+LOAD_CHECK_LABEL = {**ERA_LABEL, SanityEra.KAFKA_2_0: "2.0-2.2"}
 
 
 def rejected_at_load(st: PartitionState, seg: Segment, kind: IndexKind, data: bytes) -> list[SanityVerdict]:
@@ -237,8 +236,8 @@ def report_preallocated_unclean(
     rejecting = rejected_at_load(st, seg, kind, data)
     if not rejecting:
         return
-    eras = ", ".join(LOAD_CHECK_LABEL[v.era] for v in rejecting)
-    words = "; ".join(f"{LOAD_CHECK_LABEL[v.era]}: '{_broker_words(seg, v)}'" for v in rejecting)
+    labels = [LOAD_CHECK_LABEL[v.era] for v in rejecting]
+    said = [_broker_words(seg, v) for v in rejecting]
     st.make(
         "INDEX_PREALLOCATED_UNCLEAN",
         path,
@@ -247,13 +246,11 @@ def report_preallocated_unclean(
         index=_WHAT[kind],
         zeros=slots - real,
         real=real,
-        eras=eras,
-        words=f"({words})",
-        details={
-            "index": _WHAT[kind],
-            "rejected_by": [LOAD_CHECK_LABEL[v.era] for v in rejecting],
-            "broker_log": [_broker_words(seg, v) for v in rejecting],
-        },
+        eras=", ".join(labels),
+        words="({})".format(
+            "; ".join(f"{label}: '{words}'" for label, words in zip(labels, said, strict=True))
+        ),
+        details={"index": _WHAT[kind], "rejected_by": labels, "broker_log": said},
     )
 
 

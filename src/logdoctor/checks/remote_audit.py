@@ -320,16 +320,14 @@ _COPY_STATES = (SegmentState.COPY_SEGMENT_STARTED.name, SegmentState.COPY_SEGMEN
 def newest_event_ms(partitions: Iterable[RemotePartition]) -> int | None:
     """The newest event timestamp of the remote log metadata read (None: no event): the time the
     metadata shows, which a dangling upload is measured against (never the machine's clock)."""
-    newest: int | None = None
-    for rp in partitions:
-        for seg in rp.segments.values():
-            for ev in seg.events:
-                if newest is None or ev.event_timestamp_ms > newest:
-                    newest = ev.event_timestamp_ms
-        for ev in rp.delete_events:
-            if newest is None or ev.event_timestamp_ms > newest:
-                newest = ev.event_timestamp_ms
-    return newest
+    return max(
+        (
+            ev.event_timestamp_ms
+            for rp in partitions
+            for ev in (*(e for seg in rp.segments.values() for e in seg.events), *rp.delete_events)
+        ),
+        default=None,
+    )
 
 
 def dangling_uploads(rp: RemotePartition, newest_ms: int | None) -> list[tuple[RemoteSegment, str]]:
@@ -366,15 +364,8 @@ def dangling_uploads(rp: RemotePartition, newest_ms: int | None) -> list[tuple[R
 def audit(metadata: RemoteLogMetadata, index: StoreIndex) -> dict[TopicIdPartition, PartitionAudit]:
     """Every partition the metadata or the listing knows whose events the metadata covers (a partition
     whose metadata partition is not among the inputs is compared with nothing: never leaked)."""
-    out: dict[TopicIdPartition, PartitionAudit] = {}
     keys: set[tuple[str, int]] = set(index.partitions)
     keys.update((t.topic_id, t.partition) for t in metadata.partitions)
     by_id = {(t.topic_id, t.partition): rp for t, rp in metadata.partitions.items()}
-    for topic_id, partition in sorted(keys):
-        if not metadata.covers(topic_id, partition):
-            continue
-        objs = index.partition(topic_id, partition)
-        rp = by_id.get((topic_id, partition))
-        a = audit_partition(rp, objs)
-        out[a.topic_id_partition] = a
-    return out
+    audits = (audit_partition(by_id.get(k), index.partition(*k)) for k in sorted(keys) if metadata.covers(*k))
+    return {a.topic_id_partition: a for a in audits}

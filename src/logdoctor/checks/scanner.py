@@ -42,6 +42,7 @@ from logdoctor.checks.tiered import (
     tiering,
     topic_tiering,
 )
+from logdoctor.checks.tiered import usable_offsets as _usable_offsets
 from logdoctor.checks.topic_config import (
     LOG_RETENTION_MS,
     TRANSACTION_MAX_TIMEOUT_MS,
@@ -49,7 +50,7 @@ from logdoctor.checks.topic_config import (
     TopicConfigResolver,
 )
 from logdoctor.formats.folders import Listed, list_folders
-from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
+from logdoctor.logdir.model import LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
     CONSUMER_OFFSETS_TOPIC,
     METADATA_TOPIC,
@@ -371,10 +372,8 @@ def scan(
         parts = by_dir[str(ld.path)]
         checkpoints_against_partitions(ld, rep, parts)
         unclean_shutdown(ld, rep, parts)
-    findings: list[Finding] = []
+    findings: list[Finding] = [f for rep in reports for f in rep.findings]
     order = {p: i for i, p in enumerate(paths)}
-    for rep in reports:
-        findings.extend(rep.findings)
     # KRaft checks per broker: the log dirs of several brokers scanned together each get their own
     # broker's metadata log (a replica of broker 2 is not "not assigned to broker 1", and another
     # cluster's metadata says nothing of this broker's topics)
@@ -464,7 +463,17 @@ def scan(
     findings.extend(
         check_remote_tier(paths, results, remote_md, remote_storage=options.remote_storage, index=index)
     )
-    findings.extend(_remote_audit(paths, results, remote_md, options, index))
+    if remote_md is not None:  # the remote tier audit: the store's listing against the metadata, and what
+        # the metadata and the log dirs show alone (checks.remote_store)
+        from logdoctor.checks.remote_store import (
+            check_metadata_retention,
+            check_remote_store,
+            check_upload_stalled,
+        )
+
+        findings.extend(check_remote_store(paths, results, remote_md, index))
+        findings.extend(check_upload_stalled(results, remote_md, options.now_ms))
+        findings.extend(check_metadata_retention(results, remote_md))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     findings = link_consequences(findings)
     if len(order) == 1:  # one log dir: its order is the same for all (attrgetter: no Python call each)
@@ -561,34 +570,6 @@ def _store_index(md: RemoteLogMetadata | None, options: ScanOptions) -> StoreInd
     return None
 
 
-def _remote_audit(
-    paths: list[str],
-    results: list[PartitionReport],
-    md: RemoteLogMetadata | None,
-    options: ScanOptions,
-    index: StoreIndex | None,
-) -> list[Finding]:
-    """The remote tier audit (checks.remote_store): the store's listing against the metadata, and what
-    the metadata and the log dirs show alone."""
-    if md is None:
-        return []
-    from logdoctor.checks.remote_store import (
-        check_metadata_retention,
-        check_remote_store,
-        check_upload_stalled,
-    )
-
-    out = check_remote_store(paths, results, md, index)
-    out.extend(check_upload_stalled(results, md, options.now_ms))
-    out.extend(check_metadata_retention(results, md))
-    return out
-
-
-def _usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:
-    """A checkpoint's offsets as the broker uses them: none from a file it cannot read."""
-    return {} if cp.error is not None or cp.problems else cp.offsets
-
-
 def _replayed_tiering(
     results: list[PartitionReport],
     by_task: Callable[[], dict[tuple[str, str], PartitionTask]],
@@ -664,8 +645,4 @@ def _metadata_log_damage(mdir: str, image: MetadataImage | None, results: list[P
 
 
 def _dir_index(path: str, order: dict[str, int]) -> int:
-    best = len(order)
-    for d, i in order.items():
-        if path == d or path.startswith(d + os.sep):
-            best = min(best, i)
-    return best
+    return min((i for d, i in order.items() if path == d or path.startswith(d + os.sep)), default=len(order))

@@ -43,6 +43,7 @@ from logdoctor.checks.topic_config import KAFKA_DEFAULT, TopicConfig
 from logdoctor.logdir.names import REMOTE_LOG_INDEX_CACHE_DIR, parse_partition_dir
 
 if TYPE_CHECKING:  # the replay is imported where a log dir has remote log metadata (issue 35)
+    from logdoctor.logdir.model import CheckpointRead
     from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "remote_metadata_evidence",
     "tiering",
     "topic_tiering",
+    "usable_offsets",
 ]
 
 REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
@@ -104,16 +106,12 @@ def broker_remote_evidence(log_dirs: Iterable[str | os.PathLike[str]]) -> Broker
         try:
             with os.scandir(os.fspath(d)) as it:
                 for e in it:
-                    if not e.is_dir(follow_symlinks=False):
-                        continue
-                    if e.name == REMOTE_LOG_INDEX_CACHE_DIR:
-                        found.append(e.path)
-                        continue
                     # every folder of that topic (-N, and -delete/-future/-stray) starts with its name
-                    if not e.name.startswith(REMOTE_LOG_METADATA_TOPIC):
-                        continue
-                    pd = parse_partition_dir(e.name)
-                    if pd is not None and pd.topic == REMOTE_LOG_METADATA_TOPIC:
+                    pd = parse_partition_dir(e.name) if e.name.startswith(REMOTE_LOG_METADATA_TOPIC) else None
+                    ours = e.name == REMOTE_LOG_INDEX_CACHE_DIR or (
+                        pd and pd.topic == REMOTE_LOG_METADATA_TOPIC
+                    )
+                    if ours and e.is_dir(follow_symlinks=False):
                         found.append(e.path)
         except OSError:
             continue
@@ -224,6 +222,12 @@ def could_be_tiered(topic: str, config: TopicConfig | None, broker: BrokerRemote
     return bool(known) or (broker is not None and broker.any)
 
 
+def usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:
+    """A checkpoint's offsets as the broker uses them: none from a file it cannot read (LogManager
+    loadLogs)."""
+    return {} if cp.error is not None or cp.problems else cp.offsets
+
+
 def topic_tiering(other: str, evidence: str) -> Tiering:
     """A partition of a topic another partition of which is tiered (remote.storage.enable is a topic
     config: every partition of the topic has it)."""
@@ -266,8 +270,8 @@ def partition_tiering(log_dir: str | os.PathLike[str], topic: str, partition: in
         segs = part.segments
     except (KeyError, OSError):
         return PartitionTiering(Tiering(False, "no such partition folder"), None, None)
-    read = ld.log_start_offsets
-    cp = None if read.error is not None or read.problems else read.get(topic, partition)
+    starts = usable_offsets(ld.log_start_offsets)
+    cp = starts.get((topic, partition))
     first = segs[0].base_offset if segs else None
     config = TopicConfigResolver.for_log_dirs([log_dir]).resolve(topic)
     broker = broker_remote_evidence([log_dir])
@@ -289,9 +293,9 @@ def partition_tiering(log_dir: str | os.PathLike[str], topic: str, partition: in
                 o_segs = other.segments
             except OSError:
                 continue
-            o_cp = None if read.error is not None or read.problems else read.get(topic, other.partition)
+            o_first = o_segs[0].base_offset if o_segs else None
             o_tier = tiering(
-                topic, config, broker, o_cp, o_segs[0].base_offset if o_segs else None, replayed(other)
+                topic, config, broker, starts.get((topic, other.partition)), o_first, replayed(other)
             )
             if o_tier.remote_log_enabled:
                 tier = topic_tiering(other.name, o_tier.evidence)

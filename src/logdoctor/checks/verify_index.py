@@ -92,14 +92,6 @@ class LogLayout:
     size: int = 0
     error: FormatError | None = None
 
-    def index_of_position(self, position: int) -> int | None:
-        i = bisect.bisect_left(self.positions, position)
-        return i if i < len(self.positions) and self.positions[i] == position else None
-
-    def first_ending_at_or_after(self, offset: int) -> int | None:
-        i = bisect.bisect_left(self.last_offsets, offset)
-        return i if i < len(self.last_offsets) else None
-
     def describe(self, i: int) -> dict[str, Any]:
         b = self.batches[i]
         return {
@@ -128,7 +120,7 @@ def scan_log_layout(reader: LogReader) -> LogLayout:
     return layout
 
 
-def _sanity(
+def _file_findings(
     kind: IndexKind,
     data: bytes | memoryview,
     base_offset: int,
@@ -136,25 +128,11 @@ def _sanity(
     n_real: int,
     preallocated: bool,
 ) -> list[Finding]:
-    """The broker's sanity check (2.0 on) of the file, or of its ``n_real`` entries when it is the active
+    """What the whole file shows: a partial last entry, non-zero bytes after the zero tail, and the
+    broker's sanity check (2.0 on) of the file, or of its ``n_real`` entries when it is the active
     segment's preallocated working copy (``preallocated``: checks.preallocated_index, the rule scan and dump
     share)."""
-    if preallocated:
-        data = data[: n_real * (OFFSET_ENTRY_SIZE if kind is IndexKind.OFFSET else TIME_ENTRY_SIZE)]
-    verdict = sanity_check(kind, data, base_offset, SanityEra.KAFKA_2_0, source=file)
-    if verdict.passed:
-        return []
-    return [
-        Finding(
-            FindingCode.INDEX_SANITY_CHECK_FAILED,
-            Severity.ERROR,
-            file,
-            f"sanity check fails ({verdict.exception}): {verdict.message}",
-        )
-    ]
-
-
-def _tail_findings(data: bytes | memoryview, entry_size: int, n_real: int, file: str | None) -> list[Finding]:
+    entry_size = OFFSET_ENTRY_SIZE if kind is IndexKind.OFFSET else TIME_ENTRY_SIZE
     out: list[Finding] = []
     rest = len(data) % entry_size
     if rest:
@@ -182,6 +160,16 @@ def _tail_findings(data: bytes | memoryview, entry_size: int, n_real: int, file:
                 slot=n_real,
             )
         )
+    verdict = sanity_check(
+        kind,
+        data[: n_real * entry_size] if preallocated else data,
+        base_offset,
+        SanityEra.KAFKA_2_0,
+        source=file,
+    )
+    if not verdict.passed:
+        message = f"sanity check fails ({verdict.exception}): {verdict.message}"
+        out.append(Finding(FindingCode.INDEX_SANITY_CHECK_FAILED, Severity.ERROR, file, message))
     return out
 
 
@@ -247,8 +235,8 @@ def verify_offset_index(
                 {"valid_bytes": layout.valid_bytes, "size": layout.size},
             )
             continue
-        j = layout.index_of_position(position)
-        if j is None:
+        j = bisect.bisect_left(layout.positions, position)
+        if j == len(layout.positions) or layout.positions[j] != position:
             k = bisect.bisect_right(layout.positions, position) - 1
             add(
                 FindingCode.INDEX_POSITION_NOT_BATCH_START,
@@ -293,9 +281,7 @@ def verify_offset_index(
             f"{layout.batches[j].base_offset}..{first_last}",
             layout.describe(j),
         )
-    findings.extend(_tail_findings(data, OFFSET_ENTRY_SIZE, n, file))
-    findings.extend(_sanity(IndexKind.OFFSET, data, base_offset, file, n, preallocated))
-    return findings
+    return findings + _file_findings(IndexKind.OFFSET, data, base_offset, file, n, preallocated)
 
 
 def verify_time_index(
@@ -337,8 +323,8 @@ def verify_time_index(
                 {"previous_offset": prev_off},
             )
         prev_ts, prev_off = ts, offset
-        k = layout.first_ending_at_or_after(offset) if offset >= base_offset else None
-        if k is None:
+        k = bisect.bisect_left(layout.last_offsets, offset)
+        if offset < base_offset or k == len(layout.last_offsets):
             add(
                 FindingCode.TIME_INDEX_OFFSET_NOT_IN_LOG,
                 f"indexed offset {offset}, found log offset -1 (no batch reaches it)",
@@ -366,9 +352,7 @@ def verify_time_index(
                 f"(batch {batch.base_offset}..{batch.last_offset})",
                 layout.describe(k) | {"max_timestamp": log_ts},
             )
-    findings.extend(_tail_findings(data, TIME_ENTRY_SIZE, n, file))
-    findings.extend(_sanity(IndexKind.TIME, data, base_offset, file, n, preallocated))
-    return findings
+    return findings + _file_findings(IndexKind.TIME, data, base_offset, file, n, preallocated)
 
 
 def _batch_max_timestamp(batch: Batch) -> int:

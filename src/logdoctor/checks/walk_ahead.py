@@ -107,8 +107,7 @@ def walker() -> Callable[..., Any] | None:
     ext = extension.load()
     if ext is None or not ext.configure_crc32c(extension.crc32c_address()):
         return None
-    walk: Callable[..., Any] = ext.walk_read_v2
-    return walk
+    return ext.walk_read_v2
 
 
 def read_walk(

@@ -91,8 +91,8 @@ def unmap_ahead() -> None:
     a ``repair``'s scan after walks again), for a caller about to wait on the disk (a ``repair``'s apply:
     its writes and fsyncs), so that unmapping them (as long as mapping them, ~12-20 ms per 256 MiB)
     overlaps that wait instead of following the run. A file read after that is mapped anew."""
-    kept = _kept
-    if kept is None or kept.pid != os.getpid():
+    kept = _keeping()
+    if kept is None:
         return
     _stop_early()  # nothing unmapped while the early mappings' thread may still populate it
     with kept.lock:
@@ -107,16 +107,16 @@ def unmap_ahead() -> None:
         kept.behind.append(thread)
 
 
-def _keeping() -> bool:
-    """Whether :func:`mappings_kept` is in force in this process."""
+def _keeping() -> _KeptMappings | None:
+    """The kept mappings when :func:`mappings_kept` is in force in this process (None: not)."""
     kept = _kept
-    return kept is not None and kept.pid == os.getpid()
+    return kept if kept is not None and kept.pid == os.getpid() else None
 
 
 def _map_kept(fd: int, st: os.stat_result) -> mmap.mmap | None:
     """The kept mapping of this file (mapped now if there is room), or None: map it as usual."""
-    kept = _kept
-    if kept is None or kept.pid != os.getpid():
+    kept = _keeping()
+    if kept is None:
         return None
     key = (st.st_dev, st.st_ino, st.st_size)
     with kept.lock:
@@ -148,11 +148,10 @@ def _note_crc_clean(before: os.stat_result, res: WalkResult) -> None:
     """A CRC walk over the kept mapping of the file stat'ed as ``before`` (before it was read) found
     whole v2 batches with matching CRCs to its end: noted for :func:`crc_walked_unchanged`, when the
     file had not changed for :data:`SETTLED_NS` then."""
-    kept = _kept
+    kept = _keeping()
     key = (before.st_dev, before.st_ino, before.st_size)
     if (
         kept is None
-        or kept.pid != os.getpid()
         or key not in kept.maps
         or not (res.clean and res.magics == {2} and res.valid_bytes == res.size == before.st_size)
         or time.time_ns() - before.st_ctime_ns < SETTLED_NS
@@ -178,8 +177,8 @@ def crc_walked_unchanged(path: str | os.PathLike[str]) -> Callable[[], bool] | N
     the second time are the ones whose CRCs were checked. Not equal: the caller reads and checks
     again (``repair``'s safety does not rest on this: its scan after the apply walks the file with CRCs
     anew)."""
-    kept = _kept
-    if kept is None or kept.pid != os.getpid() or not kept.crc_clean:
+    kept = _keeping()
+    if kept is None or not kept.crc_clean:
         return None
     try:
         st = os.stat(path)
