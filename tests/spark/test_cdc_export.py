@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,22 @@ def test_parquet_equals_the_final_tables(spark, tmp_path) -> None:
     topics = {p.name.rsplit("-", 1)[0] for p in tf.logs().iterdir() if p.is_dir()}
     assert set(result.typed.left_out) == topics - set(CDC_TOPICS)
     assert not (out / "orders").exists()
+
+
+def test_a_compacted_topic_s_cleaned_range_is_counted(spark, tmp_path) -> None:
+    """The log cleaner's offset of a partition (its ``cleaner-offset-checkpoint`` entry) reaches the fold:
+    the rows whose history starts below it are counted, the tables stay the same."""
+    logs = tmp_path / "kafka-logs"
+    shutil.copytree(tf.logs(), logs)
+    customers = "dbserver1.inventory.customers"
+    end = 1 + max(r["offset"] for r in tf.records() if r["topic"] == customers)  # the cleaner reached the end
+    (logs / "cleaner-offset-checkpoint").write_text(f"0\n1\n{customers} 0 {end}\n")
+    out = tmp_path / "OUT"
+    result = run_cdc_export(spark, [str(logs)], str(out), options={"view": "cdc"})
+    check_tables(lambda t: pa.concat_tables(pq.read_table(f) for f in sorted((out / t).glob("*.parquet"))))
+    stats = result.typed.stats
+    assert stats[customers].rows_in_cleaned_range == stats[customers].rows_written == 117
+    assert stats["dbserver1.inventory.orders"].rows_in_cleaned_range == 0
 
 
 @pytest.mark.parametrize("fmt", ["iceberg", "delta"])

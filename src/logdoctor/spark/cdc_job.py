@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from logdoctor.errors import FormatError
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.typed import UNDECODED, TopicCounts, TypedBatches, merge_counts, undecoded_total
 
@@ -174,8 +175,8 @@ def compaction_of(refs: Sequence[Any]) -> dict[str, Any]:
             continue
         try:
             d = dirs.setdefault(ref.log_dir, LogDir(ref.log_dir))
-            offset = d.partition(ref.topic, ref.partition).cleaner_offset()
-        except Exception:
+            offset = d.partition(ref.topic, ref.partition).cleaner_offset
+        except (KeyError, OSError, FormatError):  # no such folder, or an unreadable checkpoint: not known
             continue
         if offset:
             cleaned.setdefault(ref.topic, {})[ref.partition] = int(offset)
