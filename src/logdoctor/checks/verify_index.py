@@ -115,8 +115,8 @@ def scan_log_layout(reader: LogReader) -> LogLayout:
             layout.valid_bytes = b.position + b.size
     except FormatError as e:
         layout.error = e
-    # Offsets only grow in a valid log; if not, bisect on last_offsets is unsafe: make it monotonic
-    # for lookups (a non-monotonic log is reported by the log dump, not here).
+    # The lookups bisect last_offsets: offsets only grow in a valid log. Where they do not (reported by the
+    # log dump, not here), DumpLogSegments' walk from the offset index's position may find another batch.
     return layout
 
 
