@@ -7,9 +7,10 @@ Values:
 - LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS: the messages of
   K:clients/src/main/resources/common/message/{LeaderChangeMessage,SnapshotHeaderRecord,
   SnapshotFooterRecord,KRaftVersionRecord,VotersRecord}.json, all flexible (compact arrays and
-  strings, tagged fields after every struct). The first field of each is an int16 ``Version``,
-  which selects the schema version here; unknown tagged fields are kept so that building the
-  parsed value gives the same bytes back.
+  strings, tagged fields after every struct), read and written with their layouts
+  (formats/internal/kafka_layouts.py) by the generic reader and writer (formats/internal/protocol.py).
+  The first field of each is an int16 ``Version``, which selects the schema version here; unknown
+  tagged fields are kept so that building the parsed value gives the same bytes back.
 """
 
 from __future__ import annotations
@@ -18,16 +19,26 @@ import enum
 import struct
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError, UnsupportedError
+from logdoctor.formats.internal.protocol import (
+    UNKNOWN_TAGGED,
+    ArrayOf,
+    StructType,
+    bytes_from_text,
+    read_message,
+    uuid_from_text,
+    write_message,
+)
 from logdoctor.formats.record_types import RecordSpec
-from logdoctor.formats.varint import encode_unsigned_varint, read_unsigned_varint
 
 Buffer = bytes | bytearray | memoryview
 CONTROL_KEY_VERSION = 0
 END_TXN_MARKER_VERSION = 0
 _KEY = struct.Struct(">hh")
 _MARKER = struct.Struct(">hi")
+_VERSION = struct.Struct(">h")
 
 
 class ControlType(enum.IntEnum):
@@ -151,94 +162,6 @@ class ControlRecord:
 # Reading
 
 
-class _Reader:
-    def __init__(self, data: Buffer, source: str | None, position: int) -> None:
-        self.data = data
-        self.pos = 0
-        self.source = source
-        self.base = position
-
-    def _need(self, n: int, what: str) -> int:
-        p = self.pos
-        if n > len(self.data) - p:
-            raise TruncatedError(
-                f"{what} ({n} bytes)",
-                source=self.source,
-                position=self.base + p,
-                found=f"{len(self.data) - p} bytes",
-            )
-        self.pos = p + n
-        return p
-
-    def fixed(self, fmt: str, what: str) -> int:
-        s = struct.Struct(">" + fmt)
-        p = self._need(s.size, what)
-        return s.unpack_from(self.data, p)[0]
-
-    def uvarint(self) -> int:
-        value, self.pos = read_unsigned_varint(
-            self.data, self.pos, source=self.source, base_position=self.base
-        )
-        return value
-
-    def uuid(self) -> uuid.UUID:
-        p = self._need(16, "a uuid")
-        return uuid.UUID(bytes=bytes(self.data[p : p + 16]))
-
-    def compact_string(self, what: str) -> str:
-        n = self.uvarint()
-        if n == 0:
-            raise CorruptRecordError(
-                f"a non-null string {what}", source=self.source, position=self.base + self.pos, found="null"
-            )
-        p = self._need(n - 1, what)
-        return bytes(self.data[p : p + n - 1]).decode("utf-8", "replace")
-
-    def compact_array_len(self, what: str) -> int:
-        n = self.uvarint()
-        if n == 0:
-            raise CorruptRecordError(
-                f"a non-null array {what}", source=self.source, position=self.base + self.pos, found="null"
-            )
-        if n - 1 > len(self.data) - self.pos:  # every element takes at least a byte
-            raise CorruptRecordError(
-                f"an array length {what} that fits",
-                source=self.source,
-                position=self.base + self.pos,
-                found=str(n - 1),
-            )
-        return n - 1
-
-    def tagged_fields(self) -> TaggedFields:
-        count = self.uvarint()
-        out = []
-        last = -1
-        for _ in range(count):
-            tag_pos = self.pos
-            tag = self.uvarint()
-            if tag <= last:
-                raise CorruptRecordError(
-                    "tagged fields in increasing tag order",
-                    source=self.source,
-                    position=self.base + tag_pos,
-                    found=f"tag {tag} after {last}",
-                )
-            last = tag
-            size = self.uvarint()
-            p = self._need(size, "a tagged field")
-            out.append((tag, bytes(self.data[p : p + size])))
-        return tuple(out)
-
-    def done(self, what: str) -> None:
-        if self.pos != len(self.data):
-            raise CorruptRecordError(
-                f"the end of the {what}",
-                source=self.source,
-                position=self.base + self.pos,
-                found=f"{len(self.data) - self.pos} more bytes",
-            )
-
-
 def parse_control_key(key: Buffer | None, *, source: str | None = None, position: int = 0) -> tuple[int, int]:
     """(version, type id) of a control record key (ControlRecordType.parseTypeId)."""
     if key is None or len(key) < _KEY.size:
@@ -274,52 +197,38 @@ def parse_end_txn_marker(
     return EndTxnMarker(committed=type_id == ControlType.COMMIT, coordinator_epoch=epoch, version=version)
 
 
-def _read_version(r: _Reader, supported: range, what: str) -> int:
-    version = r.fixed("h", f"the {what} version")
-    if version not in supported:
-        raise UnsupportedError(
-            f"{what} version {supported.start}-{supported.stop - 1}",
-            source=r.source,
-            position=r.base,
-            found=f"version {version}",
-        )
-    return version
+#: the KRaft control messages (each dataclass named as its JSON file) -> the dataclasses of their structs
+_STRUCTS: dict[type, dict[str, type]] = {
+    LeaderChangeMessage: {"Voter": LeaderChangeVoter},
+    SnapshotHeaderRecord: {},
+    SnapshotFooterRecord: {},
+    KRaftVersionRecord: {},
+    VotersRecord: {"Voter": Voter, "Endpoint": Endpoint, "KRaftVersionFeature": KRaftVersionFeature},
+}
+_KRAFT: dict[ControlType, type] = {cls.control_type: cls for cls in _STRUCTS}
 
 
-def _leader_change(r: _Reader) -> LeaderChangeMessage:
-    version = _read_version(r, range(0, 2), "LeaderChangeMessage")
-    leader_id = r.fixed("i", "LeaderId")
-
-    def voters() -> tuple[LeaderChangeVoter, ...]:
-        out = []
-        for _ in range(r.compact_array_len("Voters")):
-            vid = r.fixed("i", "VoterId")
-            dir_id = r.uuid() if version >= 1 else None
-            out.append(LeaderChangeVoter(vid, dir_id, r.tagged_fields()))
-        return tuple(out)
-
-    v = voters()
-    g = voters()
-    return LeaderChangeMessage(version, leader_id, v, g, r.tagged_fields())
-
-
-def _voters(r: _Reader) -> VotersRecord:
-    version = _read_version(r, range(0, 1), "VotersRecord")
-    voters = []
-    for _ in range(r.compact_array_len("Voters")):
-        vid = r.fixed("i", "VoterId")
-        dir_id = r.uuid()
-        endpoints = []
-        for _ in range(r.compact_array_len("Endpoints")):
-            name = r.compact_string("Name")
-            host = r.compact_string("Host")
-            port = r.fixed("H", "Port")
-            endpoints.append(Endpoint(name, host, port, r.tagged_fields()))
-        lo = r.fixed("h", "MinSupportedVersion")
-        hi = r.fixed("h", "MaxSupportedVersion")
-        feature = KRaftVersionFeature(lo, hi, r.tagged_fields())
-        voters.append(Voter(vid, dir_id, tuple(endpoints), feature, r.tagged_fields()))
-    return VotersRecord(version, tuple(voters), r.tagged_fields())
+def _from_dict(st: StructType, data: dict[str, Any], classes: dict[str, type], source: str | None,
+               position: int) -> Any:
+    """The generic reader's dict of ``st`` -> its dataclass (uuids as uuid.UUID, unknown tags as pairs)."""
+    kwargs: dict[str, Any] = {}
+    for f in st.fields:
+        if f.name not in data:  # a field of a later version
+            continue
+        v = data[f.name]
+        if isinstance(f.type, ArrayOf):
+            v = tuple(_from_dict(f.type.element, item, classes, source, position) for item in v)
+        elif isinstance(f.type, StructType):
+            v = _from_dict(f.type, v, classes, source, position)
+        elif f.type == "uuid":
+            v = uuid.UUID(bytes=uuid_from_text(v))
+        kwargs[f.name] = v
+    tags = tuple((t["tag"], bytes_from_text(t["data"])) for t in data.get(UNKNOWN_TAGGED, ()))
+    ids = [tag for tag, _ in tags]
+    if ids != sorted(set(ids)):
+        raise CorruptRecordError(f"{st.name}: tagged fields in increasing tag order", source=source,
+                                 position=position, found=f"tags {ids}")
+    return classes[st.name](**kwargs, tagged_fields=tags)
 
 
 def parse_control_value(
@@ -333,29 +242,21 @@ def parse_control_value(
         raise CorruptRecordError(
             f"a {ctype.name} control value", source=source, position=position, found="null"
         )
-    r = _Reader(value, source, position)
-    result: ControlValue
-    if ctype is ControlType.LEADER_CHANGE:
-        result = _leader_change(r)
-    elif ctype is ControlType.SNAPSHOT_HEADER:
-        version = _read_version(r, range(0, 1), "SnapshotHeaderRecord")
-        ts = r.fixed("q", "LastContainedLogTimestamp")
-        result = SnapshotHeaderRecord(version, ts, r.tagged_fields())
-    elif ctype is ControlType.SNAPSHOT_FOOTER:
-        result = SnapshotFooterRecord(
-            _read_version(r, range(0, 1), "SnapshotFooterRecord"), r.tagged_fields()
-        )
-    elif ctype is ControlType.KRAFT_VERSION:
-        version = _read_version(r, range(0, 1), "KRaftVersionRecord")
-        result = KRaftVersionRecord(version, r.fixed("h", "KRaftVersion"), r.tagged_fields())
-    elif ctype is ControlType.KRAFT_VOTERS:
-        result = _voters(r)
-    else:
+    cls = _KRAFT.get(ctype)
+    if cls is None:
         raise UnsupportedError(
             "a known control record type", source=source, position=position, found=ctype.name
         )
-    r.done(ctype.name + " value")
-    return result
+    from logdoctor.formats.internal.layouts import newest
+
+    message = newest(cls.__name__)
+    if len(value) < _VERSION.size:  # the first field, Version, selects the schema version
+        raise TruncatedError(f"{message.name}: the version (int16)", source=source, position=position,
+                             found=f"{len(value)} bytes")
+    # a string that is not UTF-8 is read as Kafka reads it (K:clients/.../protocol/Readable.java readString)
+    fields, _ = read_message(message, value, _VERSION.unpack_from(value)[0], source=source,
+                             base_position=position, text_errors="replace")
+    return _from_dict(message.struct, fields, {message.name: cls, **_STRUCTS[cls]}, source, position)
 
 
 def parse_control_record(
@@ -399,69 +300,30 @@ def build_end_txn_marker(
     return build_control_key(ctype), _MARKER.pack(version, coordinator_epoch)
 
 
-def _tags(tagged: TaggedFields) -> bytes:
-    out = bytearray(encode_unsigned_varint(len(tagged)))
-    for tag, data in sorted(tagged):
-        out += encode_unsigned_varint(tag) + encode_unsigned_varint(len(data)) + data
-    return bytes(out)
-
-
-def _string(s: str) -> bytes:
-    b = s.encode("utf-8")
-    return encode_unsigned_varint(len(b) + 1) + b
-
-
-def _array(items: list[bytes]) -> bytes:
-    return encode_unsigned_varint(len(items) + 1) + b"".join(items)
+def _to_dict(st: StructType, value: Any) -> dict[str, Any]:
+    """A dataclass of ``st`` -> the generic writer's dict (a None field takes the spec's default)."""
+    out: dict[str, Any] = {UNKNOWN_TAGGED: [{"tag": tag, "data": data} for tag, data in value.tagged_fields]}
+    for f in st.fields:
+        v = getattr(value, f.name)
+        if isinstance(f.type, ArrayOf):
+            v = [_to_dict(f.type.element, item) for item in v]
+        elif isinstance(f.type, StructType):
+            v = _to_dict(f.type, v)
+        if v is not None:
+            out[f.name] = v
+    return out
 
 
 def encode_control_value(value: ControlValue) -> bytes:
     """The bytes of a control record value (inverse of parse_control_value)."""
     if isinstance(value, EndTxnMarker):
         return _MARKER.pack(value.version, value.coordinator_epoch)
-    if isinstance(value, LeaderChangeMessage):
+    if type(value) not in _STRUCTS:
+        raise TypeError(f"not a control value: {value!r}")
+    from logdoctor.formats.internal.layouts import newest
 
-        def voters(vs: tuple[LeaderChangeVoter, ...]) -> bytes:
-            items = []
-            for v in vs:
-                b = struct.pack(">i", v.voter_id)
-                if value.version >= 1:
-                    b += (v.voter_directory_id or uuid.UUID(int=0)).bytes
-                items.append(b + _tags(v.tagged_fields))
-            return _array(items)
-
-        return (
-            struct.pack(">hi", value.version, value.leader_id)
-            + voters(value.voters)
-            + voters(value.granting_voters)
-            + _tags(value.tagged_fields)
-        )
-    if isinstance(value, SnapshotHeaderRecord):
-        return struct.pack(">hq", value.version, value.last_contained_log_timestamp) + _tags(
-            value.tagged_fields
-        )
-    if isinstance(value, SnapshotFooterRecord):
-        return struct.pack(">h", value.version) + _tags(value.tagged_fields)
-    if isinstance(value, KRaftVersionRecord):
-        return struct.pack(">hh", value.version, value.kraft_version) + _tags(value.tagged_fields)
-    if isinstance(value, VotersRecord):
-        items = []
-        for v in value.voters:
-            eps = [
-                _string(e.name) + _string(e.host) + struct.pack(">H", e.port) + _tags(e.tagged_fields)
-                for e in v.endpoints
-            ]
-            f = v.kraft_version_feature
-            items.append(
-                struct.pack(">i", v.voter_id)
-                + v.voter_directory_id.bytes
-                + _array(eps)
-                + struct.pack(">hh", f.min_supported_version, f.max_supported_version)
-                + _tags(f.tagged_fields)
-                + _tags(v.tagged_fields)
-            )
-        return struct.pack(">h", value.version) + _array(items) + _tags(value.tagged_fields)
-    raise TypeError(f"not a control value: {value!r}")
+    message = newest(type(value).__name__)
+    return write_message(message, _to_dict(message.struct, value), value.version)
 
 
 def control_record_spec(value: ControlValue, *, timestamp: int = -1) -> RecordSpec:

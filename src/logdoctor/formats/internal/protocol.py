@@ -257,10 +257,12 @@ def bytes_from_text(value: object) -> bytes:
 
 
 class _Reader:
-    __slots__ = ("base", "buf", "end", "pos", "source", "what")
+    __slots__ = ("base", "buf", "end", "pos", "source", "text_errors", "what")
 
-    def __init__(self, buf: bytes, what: str, source: str | None, base: int, pos: int, end: int) -> None:
+    def __init__(self, buf: bytes, what: str, source: str | None, base: int, pos: int, end: int,
+                 text_errors: str = "strict") -> None:
         self.buf = buf
+        self.text_errors = text_errors
         self.pos = pos
         self.end = end
         self.what = what
@@ -329,12 +331,14 @@ def read_message(
     source: str | None = None,
     base_position: int = 0,
     allow_trailing: bool = False,
+    text_errors: str = "strict",
 ) -> tuple[dict[str, Any], int]:
     """Read ``message`` at ``version`` from ``buf[start:end]``; return (fields, position after it).
 
     Raises UnsupportedError for a version outside the spec's valid versions, TruncatedError when
     the bytes end early and CorruptRecordError for impossible content (and for bytes left over
-    unless ``allow_trailing``).
+    unless ``allow_trailing``). ``text_errors="replace"`` reads a string that is not UTF-8 as Kafka's
+    Readable.readString does (``new String(bytes, UTF_8)``) instead of raising CorruptRecordError.
     """
     data = bytes(buf) if not isinstance(buf, bytes) else buf
     stop = len(data) if end is None else end
@@ -346,7 +350,7 @@ def read_message(
             position=base_position + start,
             found=str(version),
         )
-    reader = _Reader(data, label, source, base_position, start, stop)
+    reader = _Reader(data, label, source, base_position, start, stop, text_errors)
     flexible = version in message.flexible_versions
     value = _read_struct(reader, message.struct, version, flexible)
     if not allow_trailing and reader.pos != stop:
@@ -438,7 +442,7 @@ def _read_field(r: _Reader, f: Field, version: int, flexible: bool) -> Any:
             at = r.pos
             raw = r.take(length, f"{f.name} (string)")
             try:
-                return raw.decode("utf-8")
+                return raw.decode("utf-8", r.text_errors)
             except UnicodeDecodeError as exc:
                 raise r.corrupt(f"{f.name}: UTF-8 text", at + exc.start) from None
         return bytes_to_text(r.take(length, f"{f.name} ({t})"))
