@@ -233,8 +233,7 @@ def run_table_export(
         above = {(t, int(p)): int(n) - 1 for t, parts in held_upto.items() for p, n in parts.items()}
     else:
         above = table.offsets() if exists and mode == "append" else {}
-    job.restart_above(above)
-    opts = job.opts
+    opts = job.restart_above(above)
     groups = job.groups()
     layout = FileLayout(
         data_uri=table.data_uri,
@@ -285,7 +284,6 @@ def run_table_export(
     return job.result(
         TableExportResult,
         format=fmt,
-        rows=sum(int(d["rows"]) for d in job.done),
         files=len(committed),
         bytes_out=sum(f.size for d in job.done for f in d["files"]),
         skipped=skipped,

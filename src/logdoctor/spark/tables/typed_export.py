@@ -219,7 +219,6 @@ def run_typed_table_export(
     from logdoctor.spark.tables.export import _pause  # at the call: the tests' seam may replace it
     from logdoctor.spark.tables.files import check_writable, keeping_files_unless_known, new_job_id
     from logdoctor.spark.typed import UNDECODED, undecoded_schema
-    from logdoctor.spark.typed_job import load_typed_registry, summary_of, survey_job
 
     opts = ReadOptions.of(options)
     if opts.view == "latest" and mode == "append":
@@ -229,9 +228,8 @@ def run_typed_table_export(
         )
     job = ExportJob.planned(spark, paths, out, opts, mode)
     out, items = job.out, job.items
-    loaded = load_typed_registry(items, opts)
     started = time.perf_counter()
-    typed = survey_job(spark, job.plan.refs, opts, job.txns, loaded.registry)
+    typed = job.survey()
     names = [*typed.topics, UNDECODED]
     tables, existing = open_typed_tables(fmt, out, names, mode, catalog, table_name)
     if watch is not None:
@@ -250,8 +248,7 @@ def run_typed_table_export(
             for key, last in held_by[n].items():
                 above[key] = max(above.get(key, -1), last)
     side_above = held_by.get(UNDECODED, {})
-    job.restart_above(above)
-    opts = job.opts
+    opts = job.restart_above(above)
     groups = job.groups()
     job_id = new_job_id()
     schemas = {n: format_schema(tp.schema(), fmt) for n, tp in typed.topics.items()}
@@ -296,11 +293,10 @@ def run_typed_table_export(
     return job.result(
         TableExportResult,
         format=fmt,
-        rows=sum(int(d["rows"]) for d in done),
         files=len(committed),
         bytes_out=sum(f.size for f in written),
         elapsed_s=elapsed,
-        typed=summary_of([d["typed"] for d in done if d.get("typed")], loaded, locations),
+        typed=job.typed_summary(locations),
     )
 
 
