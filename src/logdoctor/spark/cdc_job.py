@@ -422,8 +422,7 @@ def _write_parquet(out: str, mode: str, tables: Mapping[str, pa.Table]) -> dict[
     except BaseException:
         shutil.rmtree(os.path.join(out, TEMPORARY, job), ignore_errors=True)
         raise
-    with open(os.path.join(out, "_SUCCESS"), "wb"):
-        pass
+    open(os.path.join(out, "_SUCCESS"), "wb").close()  # as the arrow writer marks a committed job
     return {n: os.path.join(out, n) for n in tables if n != UNDECODED}
 
 

@@ -29,13 +29,7 @@ from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.export import ExportResult, fail_if_first_attempt
 from logdoctor.spark.tables import PAUSE_ENV, TABLE_FORMATS, TableExistsError, TableSchemaError
 from logdoctor.spark.tables.concurrent import first_offsets
-from logdoctor.spark.tables.files import (
-    FileLayout,
-    check_writable,
-    keeping_files_unless_known,
-    new_job_id,
-    write_task,
-)
+from logdoctor.spark.tables.files import FileLayout, new_job_id, table_tasks, write_task
 from logdoctor.spark.tables.orphans import MIN_AGE_S, Orphans, sweep
 from logdoctor.spark.tables.outcome import CommitWatch
 
@@ -234,7 +228,6 @@ def run_table_export(
     else:
         above = table.offsets() if exists and mode == "append" else {}
     opts = job.restart_above(above)
-    groups = job.groups()
     layout = FileLayout(
         data_uri=table.data_uri,
         job=new_job_id(),
@@ -243,8 +236,6 @@ def run_table_export(
         day_column=fmt == "delta" and by_day,
         int16_as_int32=fmt == "iceberg",
     )
-    if groups:
-        check_writable(f"{fmt} table {out}: {layout.data_uri}", [layout.data_uri], layout.job)
     started = time.perf_counter()
 
     def run(t: tuple[int, Any], _: Any) -> dict[str, Any]:
@@ -255,12 +246,13 @@ def run_table_export(
 
     # Ctrl-C or CommitUnknownError: the commit may have landed, nothing is deleted (the next export's sweep
     # removes what no commit references, .orphans; the CLI says from the table whether it landed, .outcome)
-    with keeping_files_unless_known(layout, spark=spark) as committed:
-        done = job.collect(list(enumerate(groups)), run, progress=progress)  # a full disk raises: no commit
-        files = [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"]]
+    with table_tasks(
+        job, f"{fmt} table {out}: {layout.data_uri}", [layout], run, progress=progress
+    ) as committed:
+        files = [f for d in sorted(job.done, key=lambda d: d["task"]) for f in d["files"]]
         offsets = merged_offsets(above if mode == "append" else {}, files)
         properties = table_properties(job.items, offsets, view)
-        dead = [f for d in sorted(done, key=lambda d: d["task"]) for f in d.get("tombstones") or ()]
+        dead = [f for d in sorted(job.done, key=lambda d: d["task"]) for f in d.get("tombstones") or ()]
         if view == "latest":
             upto = read_upto(job.plan.refs, opts, job.txns, above)
             properties[f"{PROPERTY_PREFIX}latest_upto"] = json.dumps(upto, separators=(",", ":"))
