@@ -306,8 +306,8 @@ class ExportJob:
     output, its tasks, its commit): the read plan of PATHS, the output checked against every input and the
     transactions (:meth:`planned`); the typed plan's first pass (:meth:`survey`); the read restarted above
     what a table holds (:meth:`restart_above`); the slices packed into tasks (:meth:`groups`); the tasks run
-    as one Spark job (:meth:`collect`); the ranges not read, named (:meth:`skipped`); the result's common
-    fields (:meth:`result`). The drivers:
+    as one Spark job (:meth:`collect`); the ranges not read, named (:meth:`skipped`); the seconds of each part
+    of the run (:meth:`lap`); the result's common fields (:meth:`result`). The drivers:
     :func:`run_export`, ``tables.export.run_table_export``, ``tables.typed_export.run_typed_table_export``
     and ``cdc_job.run_cdc_export``."""
 
@@ -317,9 +317,11 @@ class ExportJob:
     plan: Any  # logdoctor.logdir.read_plan.ReadPlan
     txns: dict[tuple[str, str, int], Any]
     mode: str = "error"
+    mark: float = 0.0  # when the last part of the run (:meth:`lap`) ended, or planning began
     done: list[dict[str, Any]] = field(default_factory=list)
     loaded: Any = None  # the typed plan's registry and the plan (:meth:`survey`)
     typed: Any = None
+    phases: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def planned(
@@ -328,13 +330,14 @@ class ExportJob:
         from logdoctor.logdir.outputs import absolute_location, check_output_location
         from logdoctor.logdir.slices import plan_transactions, read_plan
 
+        begun = time.perf_counter()
         if mode not in MODES:
             raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
         out = absolute_location(out)  # what is written and printed must not depend on the folder it ran in
         plan = read_plan(paths, opts)  # the remote tier too (issue 31)
         # never write or delete at, inside or above an input (the items and the log dirs found in them)
         check_output_location(out, [*plan.items, *plan.log_dirs])
-        return cls(spark, out, opts, plan, plan_transactions(plan.refs, opts, plan.decisions), mode)
+        return cls(spark, out, opts, plan, plan_transactions(plan.refs, opts, plan.decisions), mode, begun)
 
     @property
     def items(self) -> list[str]:
@@ -409,6 +412,13 @@ class ExportJob:
         raise_if_no_space(self.out, self.done)
         return self.done
 
+    def lap(self, part: str) -> None:
+        """The seconds since the last part of the run ended (the first part: since planning began), as the
+        result's phase ``part`` (ExportResult.phases)."""
+        now = time.perf_counter()
+        self.phases[part] = now - self.mark
+        self.mark = now
+
     def skipped(self, writer: str = "arrow", damaged: Sequence[Any] | None = None) -> list[SkippedRange]:
         """Every range the export could not read (:func:`skipped_ranges`), with what the tasks reported."""
         return skipped_ranges(
@@ -424,8 +434,9 @@ class ExportJob:
         )
 
     def result(self, cls: type[ExportResult] = ExportResult, **fields: Any) -> Any:
-        """``cls`` with the fields every export's result has from its plan and its tasks (the rows they wrote
-        and the ranges not read, unless ``fields`` names them), and ``fields``."""
+        """``cls`` with the fields every export's result has from its plan, its tasks (the rows they wrote and
+        the ranges not read, unless ``fields`` names them) and its phases (``writing``: ``elapsed_s``), and
+        ``fields``."""
         from logdoctor.logdir.consumer_view import transaction_summary
 
         segs = [s for ref in self.plan.refs for s in ref.segments]
@@ -440,6 +451,8 @@ class ExportJob:
             "view": self.opts.view,
             "latest": [x for d in self.done for x in d.get("latest") or ()],
             "mode": self.mode,
+            "elapsed_s": self.phases.get("writing", 0.0),
+            "phases": dict(self.phases),
         }
         if "skipped" not in fields:
             common["skipped"] = self.skipped()
@@ -928,7 +941,6 @@ def run_export(
         from logdoctor.spark.latest import APPEND_REFUSAL
 
         raise ExportError(APPEND_REFUSAL)
-    begun = time.perf_counter()
     out = absolute_location(out_dir)  # Spark's workers do not run in this folder
     writer = choose_writer(spark, out, fmt, writer)
     items = split_paths(paths)
@@ -942,7 +954,7 @@ def run_export(
     if refusal is not None:
         raise OutputExistsError(refusal)
     before = _list_files(out) if mode == "append" else {}
-    started = time.perf_counter()
+    job.lap("planning")
     typed_plan = typed_parts = None
     if read_opts.typed:  # one table per topic: the registry, then the first pass (logdoctor.spark.typed)
         typed_plan = job.survey()
@@ -990,21 +1002,15 @@ def run_export(
             rows = int(observation.get.get("rows", 0))
     if writer != "arrow":
         sizes = {rel: size for rel, size in _list_files(out).items() if rel not in before}
-    elapsed = time.perf_counter() - started
+    job.lap("writing")
     skipped = job.skipped(writer, damaged)
-    phases = {
-        "planning": started - begun,
-        "writing": elapsed,
-        "skipped ranges": time.perf_counter() - started - elapsed,
-    }
+    job.lap("skipped ranges")
     return job.result(
         format=fmt,
         rows=rows,
         files=len(sizes),
         bytes_out=sum(sizes.values()),
         skipped=skipped,
-        elapsed_s=elapsed,
         writer=writer,
         typed=None if typed_plan is None else job.typed_summary(parts=typed_parts),
-        phases=phases,
     )

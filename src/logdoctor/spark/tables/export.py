@@ -189,7 +189,6 @@ def run_table_export(
     from logdoctor.spark.export import ExportError, ExportJob
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
-    begun = time.perf_counter()
     job = ExportJob.planned(spark, paths, out, ReadOptions.of(options), mode)
     out, opts = job.out, job.opts
     table = open_table(fmt, out, by_day=by_day, catalog=catalog, table_name=table_name)
@@ -236,7 +235,7 @@ def run_table_export(
         day_column=fmt == "delta" and by_day,
         int16_as_int32=fmt == "iceberg",
     )
-    started = time.perf_counter()
+    job.lap("planning")
 
     def run(t: tuple[int, Any], _: Any) -> dict[str, Any]:
         result = write_task(t[0], t[1], opts, layout, above, tombstones=upsert)
@@ -269,24 +268,18 @@ def run_table_export(
                 table, fmt, files, export_schema, mode, properties, add_columns, first_offsets(files)
             )
         committed.extend(f.path for f in files)
-    elapsed = time.perf_counter() - started
+    job.lap("writing")
     uncommitted = _sweep(table, layout, orphan_min_age_s)
-    swept = time.perf_counter()
+    job.lap("sweep")
     skipped = job.skipped()
+    job.lap("segments pass")
     return job.result(
         TableExportResult,
         format=fmt,
         files=len(committed),
         bytes_out=sum(f.size for d in job.done for f in d["files"]),
         skipped=skipped,
-        elapsed_s=elapsed,
         uncommitted=uncommitted,
-        phases={
-            "planning": started - begun,
-            "writing": elapsed,
-            "sweep": swept - started - elapsed,
-            "segments pass": time.perf_counter() - swept,
-        },
     )
 
 
