@@ -277,18 +277,9 @@ def run_cdc_export(
     """Fold every Debezium topic of PATHS into its table under ``out`` (the module doc). ``watch``
     (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
     Ctrl-C what each holds."""
-    from logdoctor.logdir.outputs import absolute_location
     from logdoctor.logdir.slices import PerPartition
     from logdoctor.spark.cdc import FoldOptions, merge_partitions
-    from logdoctor.spark.export import (
-        ExportError,
-        ExportJob,
-        OutputExistsError,
-        is_local_path,
-        output_has_data,
-    )
-    from logdoctor.spark.typed import load_typed_registry
-    from logdoctor.spark.typed_job import survey_job
+    from logdoctor.spark.export import ExportError, ExportJob, is_local_path
 
     if mode == "append" and fmt == "parquet":
         raise ExportError(
@@ -297,8 +288,7 @@ def run_cdc_export(
         )
     if fmt not in ("parquet", "iceberg", "delta"):
         raise ExportError(f"--view cdc writes parquet, iceberg or delta, not {fmt!r}")
-    out = absolute_location(out)
-    if fmt == "parquet" and not is_local_path(out):
+    if fmt == "parquet" and not is_local_path(out):  # a relative path too: a local folder
         raise ExportError(
             "--view cdc writes Parquet to a local folder; give --format iceberg|delta for a URI"
         )
@@ -310,15 +300,11 @@ def run_cdc_export(
     job = ExportJob.planned(
         spark, paths, out, dataclasses.replace(opts, ending_timestamps=PerPartition(), view="cdc"), mode
     )
-    opts, items, refs = job.opts, job.items, job.plan.refs
-    if fmt == "parquet" and mode == "error" and output_has_data(out):
-        raise OutputExistsError(
-            f"output {out} exists and is not empty: choose another --out, or --mode overwrite "
-            "(nothing was written or deleted)"
-        )
-    loaded = load_typed_registry(items, opts)
+    out, opts, items, refs = job.out, job.opts, job.items, job.plan.refs
+    if fmt == "parquet":
+        job.refuse_existing("overwrite")
     started = time.perf_counter()
-    typed = survey_job(spark, refs, opts, job.txns, loaded.registry)
+    typed = job.survey()
     compactions = compaction_of(refs)
     base = FoldOptions(
         ending_timestamp_ms=point_in_time, **({"placeholder": placeholder} if placeholder else {})
@@ -342,8 +328,7 @@ def run_cdc_export(
         if watch is not None:  # each continued by one MERGE (upserts and deletes): the rows it then holds
             for table in appending.values():
                 watch.opened(table, table.location, "merge")
-        job.restart_above({(t, int(p)): last for t, parts in held.items() for p, last in parts.items()})
-        opts = job.opts
+        opts = job.restart_above({(t, int(p)): n for t, parts in held.items() for p, n in parts.items()})
         for topic, table in appending.items():  # what each table holds: its rows' positions (redeliveries)
             applied = applied_rows(table, typed.topics[topic].key_type)
             per_topic[topic] = dataclasses.replace(per_topic.get(topic, base), applied=applied)
@@ -425,7 +410,7 @@ def _write_parquet(out: str, mode: str, tables: Mapping[str, pa.Table]) -> dict[
 
     import pyarrow.parquet as pq
 
-    from logdoctor.spark.export import TEMPORARY, _clear_output, attempt_dir, commit_attempts
+    from logdoctor.spark.export import TEMPORARY, attempt_dir, commit_attempts
 
     os.makedirs(out, exist_ok=True)
     job = uuid.uuid4().hex[:12]
@@ -434,14 +419,11 @@ def _write_parquet(out: str, mode: str, tables: Mapping[str, pa.Table]) -> dict[
         for name, table in tables.items():
             os.makedirs(os.path.join(attempt, name), exist_ok=True)
             pq.write_table(table, os.path.join(attempt, name, f"part-00000-{job}.parquet"))
-        if mode == "overwrite":
-            _clear_output(out)
-        commit_attempts(out, job, [{"task": 0, "dir": attempt}])
+        commit_attempts(out, job, [{"task": 0, "dir": attempt}], mode)
     except BaseException:
         shutil.rmtree(os.path.join(out, TEMPORARY, job), ignore_errors=True)
         raise
-    with open(os.path.join(out, "_SUCCESS"), "wb"):
-        pass
+    open(os.path.join(out, "_SUCCESS"), "wb").close()  # as the arrow writer marks a committed job
     return {n: os.path.join(out, n) for n in tables if n != UNDECODED}
 
 

@@ -304,9 +304,10 @@ def tracking(spark: Any, progress: Callable[[int, int], None] | None) -> Any:
 class ExportJob:
     """The sequence every export driver runs (issue 86), each driver only what differs (its checks of the
     output, its tasks, its commit): the read plan of PATHS, the output checked against every input and the
-    transactions (:meth:`planned`); the read restarted above what a table holds (:meth:`restart_above`);
-    the slices packed into tasks (:meth:`groups`); the tasks run as one Spark job (:meth:`collect`); the
-    ranges not read, named (:meth:`skipped`); the result's common fields (:meth:`result`). The drivers:
+    transactions (:meth:`planned`); the typed plan's first pass (:meth:`survey`); the read restarted above
+    what a table holds (:meth:`restart_above`); the slices packed into tasks (:meth:`groups`); the tasks run
+    as one Spark job (:meth:`collect`); the ranges not read, named (:meth:`skipped`); the seconds of each part
+    of the run (:meth:`lap`); the result's common fields (:meth:`result`). The drivers:
     :func:`run_export`, ``tables.export.run_table_export``, ``tables.typed_export.run_typed_table_export``
     and ``cdc_job.run_cdc_export``."""
 
@@ -316,7 +317,11 @@ class ExportJob:
     plan: Any  # logdoctor.logdir.read_plan.ReadPlan
     txns: dict[tuple[str, str, int], Any]
     mode: str = "error"
+    mark: float = 0.0  # when the last part of the run (:meth:`lap`) ended, or planning began
     done: list[dict[str, Any]] = field(default_factory=list)
+    loaded: Any = None  # the typed plan's registry and the plan (:meth:`survey`)
+    typed: Any = None
+    phases: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def planned(
@@ -325,26 +330,55 @@ class ExportJob:
         from logdoctor.logdir.outputs import absolute_location, check_output_location
         from logdoctor.logdir.slices import plan_transactions, read_plan
 
+        begun = time.perf_counter()
         if mode not in MODES:
             raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
         out = absolute_location(out)  # what is written and printed must not depend on the folder it ran in
         plan = read_plan(paths, opts)  # the remote tier too (issue 31)
         # never write or delete at, inside or above an input (the items and the log dirs found in them)
         check_output_location(out, [*plan.items, *plan.log_dirs])
-        return cls(spark, out, opts, plan, plan_transactions(plan.refs, opts, plan.decisions), mode)
+        return cls(spark, out, opts, plan, plan_transactions(plan.refs, opts, plan.decisions), mode, begun)
 
     @property
     def items(self) -> list[str]:
         return list(self.plan.items)
 
-    def restart_above(self, above: Mapping[tuple[str, int], int]) -> None:
+    def refuse_existing(self, modes: str = "overwrite / append") -> None:
+        """``--mode error`` and an output that holds data: :class:`OutputExistsError` (``modes``: those the
+        message offers), before anything is written or deleted."""
+        if self.mode == "error" and output_has_data(self.out):
+            raise OutputExistsError(
+                f"output {self.out} exists and is not empty: choose another --out, or --mode {modes} "
+                "(nothing was written or deleted)"
+            )
+
+    def survey(self) -> Any:
+        """The typed plan's first pass (:mod:`logdoctor.spark.typed_job`): the registry of the inputs loaded
+        (``loaded``), then each topic's types found by one Spark job. Returns the typed plan (``typed``)."""
+        from logdoctor.spark.typed_job import load_typed_registry, survey_job
+
+        self.loaded = load_typed_registry(self.items, self.opts)
+        self.typed = survey_job(self.spark, self.plan.refs, self.opts, self.txns, self.loaded.registry)
+        return self.typed
+
+    def typed_summary(self, tables: Mapping[str, str] | None = None, parts: Any = None) -> Any:
+        """The typed export's summary: per topic its counts (the tasks', unless ``parts``) and its table
+        (``OUT/<topic>`` unless ``tables``)."""
+        from logdoctor.spark.typed_job import summary_of
+
+        parts = [d["typed"] for d in self.done if d.get("typed")] if parts is None else parts
+        tables = {t: f"{self.out.rstrip('/')}/{t}" for t in self.typed.topics} if tables is None else tables
+        return summary_of(parts, self.loaded, tables)
+
+    def restart_above(self, above: Mapping[tuple[str, int], int]) -> ReadOptions:
         """``--mode append``: each partition read from after the last offset its table holds (``above``;
-        not when the read starts at a timestamp), and the transactions planned again for that read."""
+        not when the read starts at a timestamp), and the transactions planned again for that read.
+        Returns the options of the read."""
         from logdoctor.logdir.slices import EARLIEST, LATEST, PerPartition, plan_transactions
 
         opts = self.opts
         if not above or opts.starting_timestamps.default is not None or opts.starting_timestamps.by_partition:
-            return
+            return opts
         start = opts.starting_offsets
         by = dict(start.by_partition)
         for key, last in above.items():
@@ -353,6 +387,7 @@ class ExportJob:
                 by[key] = last + 1
         self.opts = dataclasses.replace(opts, starting_offsets=PerPartition(start.default, by))
         self.txns = plan_transactions(self.plan.refs, self.opts, self.plan.decisions)
+        return self.opts
 
     def groups(self, refs: Sequence[Any] | None = None) -> list[Any]:
         """The slices of ``refs`` (all the plan's when None) packed into tasks."""
@@ -377,6 +412,13 @@ class ExportJob:
         raise_if_no_space(self.out, self.done)
         return self.done
 
+    def lap(self, part: str) -> None:
+        """The seconds since the last part of the run ended (the first part: since planning began), as the
+        result's phase ``part`` (ExportResult.phases)."""
+        now = time.perf_counter()
+        self.phases[part] = now - self.mark
+        self.mark = now
+
     def skipped(self, writer: str = "arrow", damaged: Sequence[Any] | None = None) -> list[SkippedRange]:
         """Every range the export could not read (:func:`skipped_ranges`), with what the tasks reported."""
         return skipped_ranges(
@@ -392,13 +434,15 @@ class ExportJob:
         )
 
     def result(self, cls: type[ExportResult] = ExportResult, **fields: Any) -> Any:
-        """``cls`` with the fields every export's result has from its plan and its tasks (the ranges not read
-        unless ``fields`` names them), and ``fields``."""
+        """``cls`` with the fields every export's result has from its plan, its tasks (the rows they wrote and
+        the ranges not read, unless ``fields`` names them) and its phases (``writing``: ``elapsed_s``), and
+        ``fields``."""
         from logdoctor.logdir.consumer_view import transaction_summary
 
         segs = [s for ref in self.plan.refs for s in ref.segments]
         common = {
             "out_dir": self.out,
+            "rows": sum(int(d.get("rows") or 0) for d in self.done),
             "bytes_in": sum(s.size for s in segs),
             "segments": len(segs),
             "left_out": list(self.plan.left_out),
@@ -407,6 +451,8 @@ class ExportJob:
             "view": self.opts.view,
             "latest": [x for d in self.done for x in d.get("latest") or ()],
             "mode": self.mode,
+            "elapsed_s": self.phases.get("writing", 0.0),
+            "phases": dict(self.phases),
         }
         if "skipped" not in fields:
             common["skipped"] = self.skipped()
@@ -548,8 +594,11 @@ def raise_if_no_space(out: str, done: Sequence[Mapping[str, Any]]) -> None:
         raise OSError(errno.ENOSPC, f"No space left on device ({full[0]})", out)
 
 
-def commit_attempts(out_dir: str, job: str, done: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Driver side: move the files of each task's committed attempt into ``out_dir``, drop the rest.
+def commit_attempts(
+    out_dir: str, job: str, done: Sequence[Mapping[str, Any]], mode: str = "error"
+) -> list[str]:
+    """Driver side: move the files of each task's committed attempt into ``out_dir``, drop the rest
+    (``--mode overwrite``: what an earlier export wrote there deleted first, :func:`_clear_output`).
 
     ``done`` are the results Spark returned: exactly one per task, from the attempt that
     succeeded. Files of failed, killed or speculative duplicate attempts stay under
@@ -557,6 +606,8 @@ def commit_attempts(out_dir: str, job: str, done: Sequence[Mapping[str, Any]]) -
     """
     import shutil
 
+    if mode == "overwrite":
+        _clear_output(out_dir)
     committed: list[str] = []
     for result in sorted(done, key=lambda d: d["task"]):
         src = str(result["dir"])
@@ -726,9 +777,7 @@ def _export_arrow(
     except BaseException:
         _abort_job(job.spark, out, job_id, created)
         raise
-    if mode == "overwrite":
-        _clear_output(out)
-    committed = commit_attempts(out, job_id, done)
+    committed = commit_attempts(out, job_id, done, mode)
     Path(out, "_SUCCESS").write_bytes(b"")
     return committed, sorted((r for d in done for r in d.get("damaged") or ()), key=lambda r: r["index"])
 
@@ -892,7 +941,6 @@ def run_export(
         from logdoctor.spark.latest import APPEND_REFUSAL
 
         raise ExportError(APPEND_REFUSAL)
-    begun = time.perf_counter()
     out = absolute_location(out_dir)  # Spark's workers do not run in this folder
     writer = choose_writer(spark, out, fmt, writer)
     items = split_paths(paths)
@@ -901,23 +949,15 @@ def run_export(
     if bad:
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
     job = ExportJob.planned(spark, items, out, read_opts, mode)
-    if mode == "error" and output_has_data(out):
-        raise OutputExistsError(
-            f"output {out} exists and is not empty: choose another --out, or --mode overwrite / append "
-            "(nothing was written or deleted)"
-        )
+    job.refuse_existing()
     refusal = overwrite_refusal(out, fmt) if mode == "overwrite" else None
     if refusal is not None:
         raise OutputExistsError(refusal)
     before = _list_files(out) if mode == "append" else {}
-    started = time.perf_counter()
-    typed_plan = loaded = None
-    typed_parts: list[Mapping[str, Any]] = []
+    job.lap("planning")
+    typed_plan = typed_parts = None
     if read_opts.typed:  # one table per topic: the registry, then the first pass (logdoctor.spark.typed)
-        from logdoctor.spark.typed_job import load_typed_registry, survey_job
-
-        loaded = load_typed_registry(items, read_opts)
-        typed_plan = survey_job(spark, job.plan.refs, read_opts, job.txns, loaded.registry)
+        typed_plan = job.survey()
         partition_by = ()
     damaged: list[dict[str, Any]] | None = None
     with tracking(spark, progress):
@@ -929,7 +969,6 @@ def run_export(
                 job, _local(out), partition_by, mode, fail_first_attempt, check, typed_plan
             )
             rows = sum(int(d["rows"]) for d in job.done)
-            typed_parts = [d["typed"] for d in job.done if d.get("typed")]
             damaged += [r for r in map(not_read_row, check_plan.not_read) if r["error"] is not None]
             root = _local(out)
             sizes = {rel: os.path.getsize(os.path.join(root, rel)) for rel in committed}
@@ -963,29 +1002,15 @@ def run_export(
             rows = int(observation.get.get("rows", 0))
     if writer != "arrow":
         sizes = {rel: size for rel, size in _list_files(out).items() if rel not in before}
-    elapsed = time.perf_counter() - started
+    job.lap("writing")
     skipped = job.skipped(writer, damaged)
-    phases = {
-        "planning": started - begun,
-        "writing": elapsed,
-        "skipped ranges": time.perf_counter() - started - elapsed,
-    }
+    job.lap("skipped ranges")
     return job.result(
         format=fmt,
         rows=rows,
         files=len(sizes),
         bytes_out=sum(sizes.values()),
         skipped=skipped,
-        elapsed_s=elapsed,
         writer=writer,
-        typed=None if typed_plan is None else typed_summary(out, typed_plan, typed_parts, loaded),
-        phases=phases,
+        typed=None if typed_plan is None else job.typed_summary(parts=typed_parts),
     )
-
-
-def typed_summary(out: str, plan: Any, parts: Sequence[Mapping[str, Any]], loaded: Any) -> Any:
-    """The typed export's summary: per topic its counts and its table ``OUT/<topic>``."""
-    from logdoctor.spark.typed_job import summary_of
-
-    tables = {t: f"{out.rstrip('/')}/{t}" for t in plan.topics}
-    return summary_of(parts, loaded, tables)

@@ -29,13 +29,7 @@ from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.export import ExportResult, fail_if_first_attempt
 from logdoctor.spark.tables import PAUSE_ENV, TABLE_FORMATS, TableExistsError, TableSchemaError
 from logdoctor.spark.tables.concurrent import first_offsets
-from logdoctor.spark.tables.files import (
-    FileLayout,
-    check_writable,
-    keeping_files_unless_known,
-    new_job_id,
-    write_task,
-)
+from logdoctor.spark.tables.files import FileLayout, new_job_id, table_tasks, write_task
 from logdoctor.spark.tables.orphans import MIN_AGE_S, Orphans, sweep
 from logdoctor.spark.tables.outcome import CommitWatch
 
@@ -195,7 +189,6 @@ def run_table_export(
     from logdoctor.spark.export import ExportError, ExportJob
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
-    begun = time.perf_counter()
     job = ExportJob.planned(spark, paths, out, ReadOptions.of(options), mode)
     out, opts = job.out, job.opts
     table = open_table(fmt, out, by_day=by_day, catalog=catalog, table_name=table_name)
@@ -233,9 +226,7 @@ def run_table_export(
         above = {(t, int(p)): int(n) - 1 for t, parts in held_upto.items() for p, n in parts.items()}
     else:
         above = table.offsets() if exists and mode == "append" else {}
-    job.restart_above(above)
-    opts = job.opts
-    groups = job.groups()
+    opts = job.restart_above(above)
     layout = FileLayout(
         data_uri=table.data_uri,
         job=new_job_id(),
@@ -244,9 +235,7 @@ def run_table_export(
         day_column=fmt == "delta" and by_day,
         int16_as_int32=fmt == "iceberg",
     )
-    if groups:
-        check_writable(f"{fmt} table {out}: {layout.data_uri}", [layout.data_uri], layout.job)
-    started = time.perf_counter()
+    job.lap("planning")
 
     def run(t: tuple[int, Any], _: Any) -> dict[str, Any]:
         result = write_task(t[0], t[1], opts, layout, above, tombstones=upsert)
@@ -256,12 +245,13 @@ def run_table_export(
 
     # Ctrl-C or CommitUnknownError: the commit may have landed, nothing is deleted (the next export's sweep
     # removes what no commit references, .orphans; the CLI says from the table whether it landed, .outcome)
-    with keeping_files_unless_known(layout, spark=spark) as committed:
-        done = job.collect(list(enumerate(groups)), run, progress=progress)  # a full disk raises: no commit
-        files = [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"]]
+    with table_tasks(
+        job, f"{fmt} table {out}: {layout.data_uri}", [layout], run, progress=progress
+    ) as committed:
+        files = [f for d in sorted(job.done, key=lambda d: d["task"]) for f in d["files"]]
         offsets = merged_offsets(above if mode == "append" else {}, files)
         properties = table_properties(job.items, offsets, view)
-        dead = [f for d in sorted(done, key=lambda d: d["task"]) for f in d.get("tombstones") or ()]
+        dead = [f for d in sorted(job.done, key=lambda d: d["task"]) for f in d.get("tombstones") or ()]
         if view == "latest":
             upto = read_upto(job.plan.refs, opts, job.txns, above)
             properties[f"{PROPERTY_PREFIX}latest_upto"] = json.dumps(upto, separators=(",", ":"))
@@ -278,25 +268,18 @@ def run_table_export(
                 table, fmt, files, export_schema, mode, properties, add_columns, first_offsets(files)
             )
         committed.extend(f.path for f in files)
-    elapsed = time.perf_counter() - started
+    job.lap("writing")
     uncommitted = _sweep(table, layout, orphan_min_age_s)
-    swept = time.perf_counter()
+    job.lap("sweep")
     skipped = job.skipped()
+    job.lap("segments pass")
     return job.result(
         TableExportResult,
         format=fmt,
-        rows=sum(int(d["rows"]) for d in job.done),
         files=len(committed),
         bytes_out=sum(f.size for d in job.done for f in d["files"]),
         skipped=skipped,
-        elapsed_s=elapsed,
         uncommitted=uncommitted,
-        phases={
-            "planning": started - begun,
-            "writing": elapsed,
-            "sweep": swept - started - elapsed,
-            "segments pass": time.perf_counter() - swept,
-        },
     )
 
 

@@ -382,5 +382,21 @@ def check_writable(what: str, data_uris: Sequence[str], job: str, unchanged: str
         ) from None
 
 
+@contextmanager
+def table_tasks(
+    job: Any, what: str, layouts: Sequence[Any], run: Any, shared: Any = None, progress: Any = None, **kw: str
+) -> Iterator[list[str]]:
+    """The tasks of a table export (``job``: :class:`logdoctor.spark.export.ExportJob`): its slices packed
+    into tasks, the data folders of ``layouts`` checked when there is a task (:func:`check_writable`, ``what``
+    and ``kw``), then ``run`` over them as one Spark job (``job.done``) within
+    :func:`keeping_files_unless_known`, whose list of committed paths it yields."""
+    groups = job.groups()
+    if groups:
+        check_writable(what, [y.data_uri for y in layouts], layouts[0].job, **kw)
+    with keeping_files_unless_known(*layouts, spark=job.spark) as committed:
+        job.collect(list(enumerate(groups)), run, shared, progress)  # a full disk raises: no commit
+        yield committed
+
+
 def new_job_id() -> str:
     return "ld" + uuid.uuid4().hex[:12]

@@ -217,9 +217,8 @@ def run_typed_table_export(
     Ctrl-C what each holds."""
     from logdoctor.spark.export import ExportError, ExportJob
     from logdoctor.spark.tables.export import _pause  # at the call: the tests' seam may replace it
-    from logdoctor.spark.tables.files import check_writable, keeping_files_unless_known, new_job_id
+    from logdoctor.spark.tables.files import new_job_id, table_tasks
     from logdoctor.spark.typed import UNDECODED, undecoded_schema
-    from logdoctor.spark.typed_job import load_typed_registry, summary_of, survey_job
 
     opts = ReadOptions.of(options)
     if opts.view == "latest" and mode == "append":
@@ -229,9 +228,8 @@ def run_typed_table_export(
         )
     job = ExportJob.planned(spark, paths, out, opts, mode)
     out, items = job.out, job.items
-    loaded = load_typed_registry(items, opts)
     started = time.perf_counter()
-    typed = survey_job(spark, job.plan.refs, opts, job.txns, loaded.registry)
+    typed = job.survey()
     names = [*typed.topics, UNDECODED]
     tables, existing = open_typed_tables(fmt, out, names, mode, catalog, table_name)
     if watch is not None:
@@ -250,28 +248,24 @@ def run_typed_table_export(
             for key, last in held_by[n].items():
                 above[key] = max(above.get(key, -1), last)
     side_above = held_by.get(UNDECODED, {})
-    job.restart_above(above)
-    opts = job.opts
-    groups = job.groups()
+    opts = job.restart_above(above)
     job_id = new_job_id()
     schemas = {n: format_schema(tp.schema(), fmt) for n, tp in typed.topics.items()}
     schemas[UNDECODED] = format_schema(undecoded_schema(), fmt)
     layouts = {n: FileLayout(data_uri=t.data_uri, job=job_id) for n, t in tables.items()}
-    if groups:
-        check_writable(
-            f"{fmt} tables under {out}", [y.data_uri for y in layouts.values()], job_id, "the tables are"
-        )
 
     def run(t: tuple[int, Any], plan: Any) -> dict[str, Any]:
         return write_typed_task(t[0], t[1], opts, plan, layouts, schemas, above, side_above=side_above)
 
     # a commit that may have landed (CommitUnknownError, Ctrl-C): no file is deleted (the next export's sweep
     # removes what no commit references; the CLI says from the tables what each holds, .outcome)
-    with keeping_files_unless_known(*layouts.values(), spark=spark) as committed:
-        done = job.collect(list(enumerate(groups)), run, typed, progress)  # the registry and the types
+    where = f"{fmt} tables under {out}"  # the tasks given the registry and the types (once per executor)
+    with table_tasks(
+        job, where, list(layouts.values()), run, typed, progress, unchanged="the tables are"
+    ) as committed:
 
         def files_of(name: str) -> list[WrittenFile]:
-            return [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"].get(name, ())]
+            return [f for d in sorted(job.done, key=lambda d: d["task"]) for f in d["files"].get(name, ())]
 
         for name in commit_order(list(typed.topics)):
             files = files_of(name)
@@ -291,16 +285,13 @@ def run_typed_table_export(
             commit_files(table, fmt, files, schema, mode, properties, add, pause=pause)
             committed.extend(f.path for f in files)
     elapsed = time.perf_counter() - started
-    written = [f for d in done for n, fs in d["files"].items() for f in fs]
-    locations = {n: tables[n].location for n in typed.topics}
     return job.result(
         TableExportResult,
         format=fmt,
-        rows=sum(int(d["rows"]) for d in done),
         files=len(committed),
-        bytes_out=sum(f.size for f in written),
+        bytes_out=sum(f.size for d in job.done for fs in d["files"].values() for f in fs),
         elapsed_s=elapsed,
-        typed=summary_of([d["typed"] for d in done if d.get("typed")], loaded, locations),
+        typed=job.typed_summary({n: tables[n].location for n in typed.topics}),
     )
 
 
