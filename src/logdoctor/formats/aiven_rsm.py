@@ -439,24 +439,23 @@ def unwrap_data_key(manifest: SegmentManifest, private_key_pem: bytes, *, source
 
 def _decrypt(
     data: Buffer, manifest: SegmentManifest, data_key: bytes | None, source: str | None, position: int | None
-) -> bytearray:
-    """An encrypted chunk's plaintext (IV, AES-GCM with the manifest's AAD)."""
-    out = bytearray(max(0, len(data) - IV_SIZE - TAG_SIZE))
-    _decrypt_into(data, manifest, data_key, memoryview(out), source, position)
-    return out
+) -> bytes:
+    """An encrypted chunk's plaintext (IV, AES-GCM with the manifest's AAD), as the library returns it."""
+    return _decrypt_into(data, manifest, data_key, None, source, position) or b""
 
 
 def _decrypt_into(
     data: Buffer,
     manifest: SegmentManifest,
     data_key: bytes | None,
-    out: memoryview,
+    out: memoryview | None,
     source: str | None,
     position: int | None,
-) -> None:
+) -> bytes | None:
     """:func:`_decrypt` into ``out`` (``len(data) - IV_SIZE - TAG_SIZE`` bytes, a buffer the caller
     reuses): no copy of the ciphertext, no new buffer for the plaintext (fresh memory's page faults cost
-    more than AES-GCM). On a bad tag the same error, ``out`` holding bytes that must not be used."""
+    more than AES-GCM). On a bad tag the same error, ``out`` holding bytes that must not be used.
+    ``out`` None: the plaintext as new bytes."""
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -470,7 +469,11 @@ def _decrypt_into(
             found=f"{len(data)} bytes",
         )
     try:
-        AESGCM(data_key).decrypt_into(bytes(data[:IV_SIZE]), data[IV_SIZE:], manifest.aad, out)
+        iv, aes = bytes(data[:IV_SIZE]), AESGCM(data_key)
+        if out is None:
+            return aes.decrypt(iv, data[IV_SIZE:], manifest.aad)
+        aes.decrypt_into(iv, data[IV_SIZE:], manifest.aad, out)
+        return None
     except InvalidTag:
         raise CorruptRecordError(
             "an AES-GCM chunk whose tag verifies", source=source, position=position, found="a bad tag"

@@ -19,19 +19,13 @@ import enum
 import struct
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError, UnsupportedError
-from logdoctor.formats.internal.protocol import (
-    UNKNOWN_TAGGED,
-    ArrayOf,
-    StructType,
-    bytes_from_text,
-    read_message,
-    uuid_from_text,
-    write_message,
-)
 from logdoctor.formats.record_types import RecordSpec
+
+if TYPE_CHECKING:  # formats.internal (the layout table) is loaded by the KRaft control records only
+    from logdoctor.formats.internal.protocol import StructType
 
 Buffer = bytes | bytearray | memoryview
 CONTROL_KEY_VERSION = 0
@@ -211,6 +205,14 @@ _KRAFT: dict[ControlType, type] = {cls.control_type: cls for cls in _STRUCTS}
 def _from_dict(st: StructType, data: dict[str, Any], classes: dict[str, type], source: str | None,
                position: int) -> Any:
     """The generic reader's dict of ``st`` -> its dataclass (uuids as uuid.UUID, unknown tags as pairs)."""
+    from logdoctor.formats.internal.protocol import (
+        UNKNOWN_TAGGED,
+        ArrayOf,
+        StructType,
+        bytes_from_text,
+        uuid_from_text,
+    )
+
     kwargs: dict[str, Any] = {}
     for f in st.fields:
         if f.name not in data:  # a field of a later version
@@ -248,6 +250,7 @@ def parse_control_value(
             "a known control record type", source=source, position=position, found=ctype.name
         )
     from logdoctor.formats.internal.layouts import newest
+    from logdoctor.formats.internal.protocol import read_message
 
     message = newest(cls.__name__)
     if len(value) < _VERSION.size:  # the first field, Version, selects the schema version
@@ -302,6 +305,8 @@ def build_end_txn_marker(
 
 def _to_dict(st: StructType, value: Any) -> dict[str, Any]:
     """A dataclass of ``st`` -> the generic writer's dict (a None field takes the spec's default)."""
+    from logdoctor.formats.internal.protocol import UNKNOWN_TAGGED, ArrayOf, StructType
+
     out: dict[str, Any] = {UNKNOWN_TAGGED: [{"tag": tag, "data": data} for tag, data in value.tagged_fields]}
     for f in st.fields:
         v = getattr(value, f.name)
@@ -321,6 +326,7 @@ def encode_control_value(value: ControlValue) -> bytes:
     if type(value) not in _STRUCTS:
         raise TypeError(f"not a control value: {value!r}")
     from logdoctor.formats.internal.layouts import newest
+    from logdoctor.formats.internal.protocol import write_message
 
     message = newest(type(value).__name__)
     return write_message(message, _to_dict(message.struct, value), value.version)

@@ -379,7 +379,7 @@ class LegacyBatch(Batch):
                 base = self._offset - last_inner
         else:
             base = 0
-        self._inner_cache = [m._replace(offset=m.offset + base) for m in raw] if base else raw
+        self._inner_cache = [_Inner(m[0] + base, *m[1:]) for m in raw] if base else raw
         self._inner_tail = n - p
         return self._inner_cache
 

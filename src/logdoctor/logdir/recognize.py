@@ -173,7 +173,11 @@ def first_partition_file(entries: Iterable[Any]) -> str | None:
 
 def _partition_file(folder: str) -> str | None:
     """The name of the first file Kafka writes in a partition folder found in ``folder``, else None."""
-    return first_partition_file(_listing(folder) or ())
+    try:
+        with os.scandir(folder) as it:  # stops at the first partition file, not at the end of the folder
+            return first_partition_file(it)
+    except OSError:
+        return None
 
 
 def _log_dir_evidence(path: str, entries: list[os.DirEntry[str]]) -> str | None:

@@ -136,7 +136,7 @@ class RunResult:
         return self.status in ("applied", "rolled-back", "nothing-to-do")
 
     def to_json(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "log"}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "log"}
 
 
 def _hold_locks(log_dirs: list[str], hold: Callable[[str], Any] = hold_lock) -> contextlib.ExitStack:

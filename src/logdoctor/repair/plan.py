@@ -54,7 +54,7 @@ class Change:
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # all scalars: no deep copy
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Change:

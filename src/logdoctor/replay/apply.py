@@ -704,7 +704,8 @@ def apply_replay(
     a killed run's lease to expire (default: the session timeout and a margin). ``max_rate``: at most this
     many records per second over the whole replay (:class:`RateLimit`; None: as fast as the target
     takes them). ``offset_rows=False``: no offset map row is made (neither handed to ``on_offsets`` nor
-    kept; the map is read back with :func:`offset_map`): pyarrow is not even imported.
+    kept; the map is read back with :func:`logdoctor.replay.offset_map.offset_map`): pyarrow is not even
+    imported.
 
     ``parallelism``: how many source partitions are replayed at once in this process (threads, each
     partition with its own transactional producer; default :data:`DEFAULT_PARALLELISM` at most; 1: one

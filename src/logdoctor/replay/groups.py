@@ -13,7 +13,7 @@ group's consumers carry on there at the next record they had not consumed.
   names). A commit on a record that was not replayed (an aborted transaction's, filtered by the read
   options, compacted away) thus maps to the next replayed record, where a consumer of the source would
   have resumed. The target offsets come from the offset map read back from the target
-  (:func:`logdoctor.replay.apply.offset_map`, each record checked against the source), up to the
+  (:func:`logdoctor.replay.offset_map.offset_map`, each record checked against the source), up to the
   furthest commit of the partition.
 - With ``--cut-at`` (:mod:`logdoctor.logdir.cut`) a committed offset past the partition's cut end offset
   is clamped to it, the group resuming where the cut ends (``cut_from``: the offset it had).

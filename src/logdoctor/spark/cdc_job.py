@@ -578,7 +578,7 @@ def applied_rows(table: Any, key_type: pa.DataType) -> Any:
     if not pa.types.is_struct(key_type):
         return None
     keys = [key_type.field(i).name for i in range(key_type.num_fields)]
-    names = table_columns(table)
+    names = table_columns(table, loaded=True)  # the table whose offsets the append continues
     provenance = "__" + PROVENANCE_COLUMN if "__" + PROVENANCE_COLUMN in names else PROVENANCE_COLUMN
     if provenance not in names or not set(keys) <= names:
         return None

@@ -14,6 +14,7 @@ FINDING_DDL = ", ".join(
         "offset bigint, message string, fix string",
     )
 )
+_FINDING_NAMES = tuple(part.split(" ", 1)[0] for part in FINDING_DDL.split(", "))
 
 
 def finding_values(broker: Any, log_dir: Any, f: Any, position: Any = None, offset: Any = None) -> tuple:
@@ -24,8 +25,7 @@ def finding_values(broker: Any, log_dir: Any, f: Any, position: Any = None, offs
 
 def finding_row(broker: Any, log_dir: Any, f: Any, offset: Any = None) -> dict[str, Any]:
     """:func:`finding_values` by column name (no position)."""
-    names = [part.split(" ", 1)[0] for part in FINDING_DDL.split(", ")]
-    return dict(zip(names, finding_values(broker, log_dir, f, offset=offset), strict=True))
+    return dict(zip(_FINDING_NAMES, finding_values(broker, log_dir, f, offset=offset), strict=True))
 
 
 class CensusError(ValueError):

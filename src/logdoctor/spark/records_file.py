@@ -48,5 +48,5 @@ def write_removed_records(removed: RemovedRecords) -> int:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     os.makedirs(os.path.dirname(removed.destination), exist_ok=True)
-    atomic_write(removed.destination, sink.getvalue().to_pybytes())
+    atomic_write(removed.destination, memoryview(sink.getvalue()))
     return table.num_rows

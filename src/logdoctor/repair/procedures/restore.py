@@ -630,20 +630,24 @@ def _plan_epochs(plan: Plan, names: BackupNames, folder: str, restored: list[tup
         )
 
 
-def open_target(
-    log_dir: str | os.PathLike[str], opts: RemoteOptions, topics: Collection[str] | None
-) -> tuple[str, Any, list[StorePartition], list[tuple[str, str]]]:
-    """(``log_dir`` absolute, the store, its tiered partitions of ``topics``, the folders whose names are
-    not a topic's with why); BrokerRunningError for a held lock, NotALogDirError for a folder that is not
-    a log dir (or empty)."""
+def target_log_dir(log_dir: str | os.PathLike[str]) -> str:
+    """``log_dir`` absolute; BrokerRunningError for a held lock, NotALogDirError for a folder that is not a
+    log dir (or empty)."""
     log_dir = os.path.abspath(os.fspath(log_dir))
     if os.path.exists(log_dir):
         log_dir = log_dir_path(log_dir)
         safety.refuse_if_locked([log_dir])
+    return log_dir
+
+
+def store_partitions(
+    opts: RemoteOptions, topics: Collection[str] | None
+) -> tuple[Any, list[StorePartition], list[tuple[str, str]]]:
+    """(the store, its tiered partitions of ``topics``, the folders not named as a topic, with why)."""
     storage, root = open_store(opts)
     illegal: list[tuple[str, str]] = []
     partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
-    return log_dir, storage, partitions, illegal
+    return storage, partitions, illegal
 
 
 def plan_restore(
@@ -659,7 +663,8 @@ def plan_restore(
     offset (or, for a segment the store has no offset index of, to find its end).
     ``index_interval_bytes``: the topics' index.interval.bytes, for rebuilt indexes. RemoteTierError for
     a store that cannot be used; BrokerRunningError for a held lock."""
-    log_dir, storage, partitions, illegal = open_target(log_dir, opts, topics)
+    log_dir = target_log_dir(log_dir)
+    storage, partitions, illegal = store_partitions(opts, topics)
     if not partitions and not illegal:
         raise RemoteTierError(
             f"remote storage {opts.storage}: no tiered partition"

@@ -68,7 +68,7 @@ from logdoctor.repair.procedures.common import (
     new_plan,
     read_checkpoint,
 )
-from logdoctor.repair.procedures.restore import open_target
+from logdoctor.repair.procedures.restore import store_partitions, target_log_dir
 from logdoctor.repair.steps.mkdir import make_dir
 
 __all__ = ["METADATA_TOPIC", "NUM_PARTITIONS_KEY", "metadata_partition_count", "plan_restore_metadata"]
@@ -130,8 +130,9 @@ def plan_restore_metadata(
     server_properties: str | os.PathLike[str] | None = None,
 ) -> ProcedurePlan:
     """The plan writing the ``__remote_log_metadata`` partitions of the store's segments (module doc)."""
-    log_dir, storage, partitions, illegal = open_target(log_dir, opts, topics)
-    count, count_source = metadata_partition_count(log_dir, server_properties)
+    log_dir = target_log_dir(log_dir)
+    count, count_source = metadata_partition_count(log_dir, server_properties)  # a usage error first
+    storage, partitions, illegal = store_partitions(opts, topics)
     if not partitions and not illegal:
         raise RemoteTierError(f"remote storage {opts.storage}: no tiered partition there")
     plan, names = new_plan([log_dir], backup_dir, log_dir)

@@ -158,10 +158,15 @@ def _stats(rows: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
     return mins, maxs, nulls
 
 
-def offset_ranges(rows: Any) -> dict[tuple[str, int], tuple[int, int]]:
-    """(first, last) offset per (topic, partition) of ``rows`` (columns topic, partition, offset)."""
-    grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
-    return {(r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()}
+def offset_ranges(rows: Any, topic: str | None = None) -> dict[tuple[str, int], tuple[int, int]]:
+    """(first, last) offset per (topic, partition) of ``rows`` (columns topic, partition, offset; ``topic``:
+    every row's, when they have no topic column)."""
+    grouped = rows.group_by(["partition"] if topic else ["topic", "partition"]).aggregate(
+        [("offset", "min"), ("offset", "max")]
+    )
+    return {
+        (topic or r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()
+    }
 
 
 def last_offsets(rows: Any) -> dict[tuple[str, int], int]:

@@ -130,13 +130,8 @@ def write_typed_task(
                 offsets = offset_ranges(rows)
             else:  # a topic's table: its rows' Kafka columns in the struct ``kafka``
                 kafka = rows.column("kafka").combine_chunks()
-                topic = pa.array([name] * rows.num_rows, pa.string())
-                offsets = offset_ranges(
-                    pa.table(
-                        [topic, kafka.field("partition"), kafka.field("offset")],
-                        names=["topic", "partition", "offset"],
-                    )
-                )
+                at = pa.table([kafka.field("partition"), kafka.field("offset")], ["partition", "offset"])
+                offsets = offset_ranges(at, name)
             files.setdefault(name, []).append(write_file(rows, layouts[name], task, attempt, offsets))
         chunks.clear()
         held = 0
@@ -279,7 +274,8 @@ def run_typed_table_export(
                 offsets = merged_offsets(held_by.get(name, {}), [*files, *files_of(UNDECODED)], name)
             table, schema = tables[name], schemas[name]
             grown = fmt == "delta" and name in existing  # Delta: the columns the table gains (Iceberg's own)
-            add = [f.name for f in schema if grown and f.name not in table_columns(table)]
+            have = table_columns(table) if grown else set()
+            add = [f.name for f in schema if grown and f.name not in have]
             properties = table_properties(items, offsets, f"typed-{opts.view}")
             pause = functools.partial(_pause, table=name)
             commit_files(table, fmt, files, schema, mode, properties, add, pause=pause)
@@ -295,7 +291,8 @@ def run_typed_table_export(
     )
 
 
-def table_columns(table: Any) -> set[str]:
-    """The columns of ``table`` (loaded again; none when it does not exist)."""
-    t = table.load()
+def table_columns(table: Any, *, loaded: bool = False) -> set[str]:
+    """The columns of ``table`` (loaded again, or as last loaded when ``loaded``; none when it does not
+    exist)."""
+    t = table._table if loaded else table.load()
     return {f.name for f in t.schema().fields} if t is not None else set()
